@@ -1,0 +1,1 @@
+//! cordon-helper library (in progress).
