@@ -1,1 +1,179 @@
-fn main() {}
+//! `cordon-helper` command line. Exit codes: docs/helper.md.
+
+use cordon_helper::enforce::{self, Options};
+use cordon_helper::error::Error;
+use cordon_helper::inspect;
+use cordon_helper::policy_source::Source;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+const USAGE: &str =
+    "usage: cordon-helper [--policy-file PATH | --policy-fd N] [--report-fd N] -- CMD [ARGS...]
+       cordon-helper --check   [--policy-file PATH | --policy-fd N]
+       cordon-helper --explain [--policy-file PATH | --policy-fd N]
+       cordon-helper --probe | --version | --help
+Without --policy-file or --policy-fd the policy is read from fd 3.
+Exit codes: 64 usage, 70 policy, 71 landlock, 72 seccomp, 73 capabilities,
+74 exec, 75 permission, 76 setuid; otherwise the command's own status.";
+
+#[derive(PartialEq)]
+enum Mode {
+    Run,
+    Check,
+    Explain,
+    Probe,
+}
+
+struct Args {
+    mode: Mode,
+    source: Option<Source>,
+    report_fd: Option<i32>,
+    command: Vec<OsString>,
+}
+
+fn fd_arg(v: Option<OsString>, flag: &str) -> Result<i32, Error> {
+    let v = v.ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?;
+    v.to_str()
+        .and_then(|s| s.parse::<i32>().ok())
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{flag}: \"{}\" is not an fd number",
+                v.to_string_lossy()
+            ))
+        })
+}
+
+fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Option<Args>, Error> {
+    let mut a = Args {
+        mode: Mode::Run,
+        source: None,
+        report_fd: None,
+        command: Vec::new(),
+    };
+    let set_mode = |a: &mut Args, m: Mode| {
+        if a.mode != Mode::Run {
+            return Err(Error::Usage(
+                "choose one of --check, --explain, --probe".into(),
+            ));
+        }
+        a.mode = m;
+        Ok(())
+    };
+    while let Some(arg) = it.next() {
+        match arg.to_str() {
+            Some("--") => {
+                a.command = it.collect();
+                break;
+            }
+            Some("--help") | Some("-h") => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
+            Some("--version") => {
+                println!("cordon-helper {}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            Some("--check") => set_mode(&mut a, Mode::Check)?,
+            Some("--explain") => set_mode(&mut a, Mode::Explain)?,
+            Some("--probe") => set_mode(&mut a, Mode::Probe)?,
+            Some("--policy-file") => {
+                let p = it
+                    .next()
+                    .ok_or_else(|| Error::Usage("--policy-file needs a path".into()))?;
+                if a.source.is_some() {
+                    return Err(Error::Usage(
+                        "give --policy-file or --policy-fd once".into(),
+                    ));
+                }
+                a.source = Some(Source::File(PathBuf::from(p)));
+            }
+            Some("--policy-fd") => {
+                if a.source.is_some() {
+                    return Err(Error::Usage(
+                        "give --policy-file or --policy-fd once".into(),
+                    ));
+                }
+                a.source = Some(Source::Fd(fd_arg(it.next(), "--policy-fd")?));
+            }
+            Some("--report-fd") => {
+                let fd = fd_arg(it.next(), "--report-fd")?;
+                if fd <= 2 {
+                    return Err(Error::Usage("--report-fd must be above 2".into()));
+                }
+                a.report_fd = Some(fd);
+            }
+            _ => {
+                return Err(Error::Usage(format!(
+                    "unexpected argument \"{}\" (put the command after --)",
+                    arg.to_string_lossy()
+                )))
+            }
+        }
+    }
+    if a.mode == Mode::Run && a.command.is_empty() {
+        return Err(Error::Usage(
+            "no command given (cordon-helper [options] -- CMD [ARGS...])".into(),
+        ));
+    }
+    if a.mode != Mode::Run && !a.command.is_empty() {
+        return Err(Error::Usage(
+            "--check, --explain and --probe take no command".into(),
+        ));
+    }
+    if let (Some(Source::Fd(p)), Some(r)) = (&a.source, a.report_fd) {
+        if *p == r {
+            return Err(Error::Usage(
+                "--policy-fd and --report-fd must differ".into(),
+            ));
+        }
+    }
+    Ok(Some(a))
+}
+
+fn print_json(v: &serde_json::Value) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("cordon-helper: error: {e}"),
+    }
+}
+
+fn main() {
+    let err = match parse_args(std::env::args_os().skip(1)) {
+        Ok(None) => return,
+        Ok(Some(a)) => {
+            let source = a.source.unwrap_or(Source::Fd(3));
+            match a.mode {
+                Mode::Probe => {
+                    print_json(&inspect::probe());
+                    return;
+                }
+                Mode::Check => match inspect::check(&source) {
+                    Ok(v) => {
+                        print_json(&v);
+                        return;
+                    }
+                    Err(e) => e,
+                },
+                Mode::Explain => match inspect::explain(&source, a.report_fd) {
+                    Ok(v) => {
+                        print_json(&v);
+                        return;
+                    }
+                    Err(e) => e,
+                },
+                Mode::Run => enforce::run(Options {
+                    source,
+                    report_fd: a.report_fd,
+                    command: a.command,
+                }),
+            }
+        }
+        Err(e) => e,
+    };
+    eprintln!("cordon-helper: error: {err}");
+    if matches!(err, Error::Usage(_)) {
+        eprintln!("{USAGE}");
+    }
+    std::process::exit(err.exit_code());
+}

@@ -1,0 +1,125 @@
+//! The enforcement order, in one place. docs/helper.md explains each step;
+//! the comments here say why a step sits where it does.
+
+use crate::error::{Error, Result};
+use crate::policy_source::Source;
+use crate::{caps, env, exec, fds, landlock, policy, policy_source, report, rlimits, seccomp, sys};
+use serde_json::json;
+use std::ffi::OsString;
+
+pub struct Options {
+    pub source: Source,
+    pub report_fd: Option<i32>,
+    pub command: Vec<OsString>,
+}
+
+/// Step 1a: a setuid/setgid helper would hand the caller's policy root's
+/// powers; refuse before reading anything.
+pub fn refuse_setuid() -> Result<()> {
+    use nix::unistd::{getegid, geteuid, getgid, getuid};
+    if getuid() != geteuid() || getgid() != getegid() {
+        return Err(Error::Setuid(format!(
+            "refusing to run setuid/setgid (uid {} euid {}, gid {} egid {}); install cordon-helper without the setuid/setgid bits",
+            getuid(),
+            geteuid(),
+            getgid(),
+            getegid()
+        )));
+    }
+    Ok(())
+}
+
+/// Step 1b: nothing after this point, including exec, can gain privileges.
+pub fn no_new_privs() -> Result<()> {
+    sys::set_no_new_privs()
+        .map_err(|e| Error::Permission(format!("PR_SET_NO_NEW_PRIVS failed: {e}")))?;
+    match sys::no_new_privs() {
+        Ok(true) => Ok(()),
+        other => Err(Error::Permission(format!(
+            "NO_NEW_PRIVS did not stick (read back {other:?})"
+        ))),
+    }
+}
+
+/// Apply the policy and exec the command. Returns only on failure.
+pub fn run(opts: Options) -> Error {
+    match try_run(opts) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
+}
+
+fn try_run(opts: Options) -> Result<std::convert::Infallible> {
+    // 1. No setuid; NO_NEW_PRIVS first of all.
+    refuse_setuid()?;
+    no_new_privs()?;
+
+    // 2. Read the policy, then compile everything that can fail — Landlock
+    //    rule fds, the BPF program, argv/envp — before any side effect.
+    let bytes = policy_source::read(&opts.source)?;
+    let pol = policy::parse(&bytes)?;
+    let mut ll = landlock::plan(&pol)?;
+    let filter = seccomp::compile(&pol.syscalls, opts.report_fd)?;
+    let envp = env::prepare(&pol.env, std::env::vars_os().collect());
+    let env_removed = envp.removed.clone();
+    let mut cmd = exec::prepare(&opts.command, envp)?;
+    if let Some(fd) = opts.report_fd {
+        // Close-on-exec: the command never sees the report channel.
+        sys::set_cloexec(fd).map_err(|e| Error::Usage(format!("--report-fd {fd}: {e}")))?;
+    }
+
+    // 3. rlimits, then the uid switch (setuid needs the caps dropped in 6).
+    rlimits::apply(&pol.rlimits)?;
+    if let Some((uid, gid)) = pol.user {
+        rlimits::switch_user(uid, gid)?;
+    }
+
+    // 4. Landlock: uses the O_PATH fds opened in 2 and closes them.
+    let applied = landlock::apply(&mut ll)?;
+    let mut warnings = Vec::new();
+    if !applied.unenforced.is_empty() {
+        warnings.push(format!(
+            "landlock: not enforced by this kernel: {}",
+            applied.unenforced.join(", ")
+        ));
+    }
+
+    // 5. Close inherited fds (after Landlock, which needed its own fds).
+    let mut keep = pol.keep_fds.clone();
+    keep.extend(opts.report_fd);
+    let fds_closed = fds::close_inherited(&keep)?;
+
+    // 6. Drop capabilities (after the uid switch and rlimits, which need them).
+    let caps = caps::drop_all()?;
+
+    // The PATH search runs under Landlock, seeing what the command will see.
+    cmd.resolve()?;
+    let report = report::build(report::Facts {
+        landlock: ll.report_json(&applied),
+        seccomp: json!({
+            "installed": true,
+            "instructions": filter.program.len(),
+            "rules": filter.rule_count(),
+            "default_action": filter.spec.default.name(),
+            "profile": match pol.syscalls.effective_profile() { Some(_) => "default", None => "none" },
+        }),
+        caps: caps.to_json(),
+        fds_closed,
+        rlimits: report::rlimits(&pol.rlimits),
+        env_removed,
+        warnings,
+    });
+    sys::default_sigpipe().map_err(|e| Error::Exec(format!("resetting SIGPIPE: {e}")))?;
+
+    // 7. seccomp last: the steps above make calls it may deny.
+    seccomp::install(&filter)?;
+
+    // 8. Report what was applied, then exec. Only write/execve/exit_group
+    //    happen from here on.
+    if let Some(fd) = opts.report_fd {
+        // If the reader is gone, SIGPIPE (default again) ends the helper
+        // here: no report means no command, which is the fail-closed side.
+        let _ = sys::write_all(fd, report.as_bytes());
+    }
+    cmd.exec()
+}

@@ -1,0 +1,514 @@
+//! Landlock: plan the path rules (opening every rule path and expanding
+//! parents of denied paths) before anything is applied, then restrict self.
+
+use crate::error::{Error, Result};
+use crate::policy::{Access, AllowRule, Compat, Policy, Ports};
+use crate::sys;
+use landlock::{
+    AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+use serde_json::{json, Value};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+/// The ABI this helper was written and tested against. Rights are derived
+/// from it, never from whatever the running kernel reports, so the same
+/// policy means the same thing everywhere; newer kernels enforce exactly this.
+pub const TARGET_ABI: ABI = ABI::V7;
+pub const TARGET_ABI_NUM: u8 = 7;
+
+const FILE_RIGHTS: [AccessFs; 5] = [
+    AccessFs::Execute,
+    AccessFs::WriteFile,
+    AccessFs::ReadFile,
+    AccessFs::Truncate,
+    AccessFs::IoctlDev,
+];
+
+/// Rights for one access level (docs/policy.md has the table).
+pub fn rights(access: Access, is_dir: bool) -> BitFlags<AccessFs> {
+    let mut r = BitFlags::empty();
+    if access.reads() {
+        r |= AccessFs::ReadFile | AccessFs::ReadDir;
+    }
+    if access.writes() {
+        r |= AccessFs::WriteFile
+            | AccessFs::Truncate
+            | AccessFs::IoctlDev
+            | AccessFs::RemoveDir
+            | AccessFs::RemoveFile
+            | AccessFs::MakeDir
+            | AccessFs::MakeReg
+            | AccessFs::MakeSock
+            | AccessFs::MakeFifo
+            | AccessFs::MakeSym
+            | AccessFs::Refer;
+    }
+    if access.executes() {
+        r |= AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir;
+    }
+    if !is_dir {
+        // The kernel rejects directory rights on a file.
+        r &= FILE_RIGHTS.iter().fold(BitFlags::empty(), |a, f| a | *f);
+    }
+    r
+}
+
+pub fn fs_right_name(a: AccessFs) -> &'static str {
+    match a {
+        AccessFs::Execute => "execute",
+        AccessFs::WriteFile => "write_file",
+        AccessFs::ReadFile => "read_file",
+        AccessFs::ReadDir => "read_dir",
+        AccessFs::RemoveDir => "remove_dir",
+        AccessFs::RemoveFile => "remove_file",
+        AccessFs::MakeChar => "make_char",
+        AccessFs::MakeDir => "make_dir",
+        AccessFs::MakeReg => "make_reg",
+        AccessFs::MakeSock => "make_sock",
+        AccessFs::MakeFifo => "make_fifo",
+        AccessFs::MakeBlock => "make_block",
+        AccessFs::MakeSym => "make_sym",
+        AccessFs::Refer => "refer",
+        AccessFs::Truncate => "truncate",
+        AccessFs::IoctlDev => "ioctl_dev",
+        _ => "unknown",
+    }
+}
+
+fn fs_names(f: BitFlags<AccessFs>) -> Vec<&'static str> {
+    f.iter().map(fs_right_name).collect()
+}
+
+fn net_names(f: BitFlags<AccessNet>) -> Vec<&'static str> {
+    f.iter().map(net_name).collect()
+}
+
+fn scope_names(f: BitFlags<Scope>) -> Vec<&'static str> {
+    f.iter().map(scope_name).collect()
+}
+
+fn net_name(a: AccessNet) -> &'static str {
+    match a {
+        AccessNet::BindTcp => "bind_tcp",
+        AccessNet::ConnectTcp => "connect_tcp",
+        _ => "unknown",
+    }
+}
+
+fn scope_name(s: Scope) -> &'static str {
+    match s {
+        Scope::AbstractUnixSocket => "abstract_unix_socket",
+        Scope::Signal => "signal",
+        _ => "unknown",
+    }
+}
+
+pub struct PathRule {
+    pub path: PathBuf,
+    pub fd: OwnedFd,
+    pub is_dir: bool,
+    pub access: Access,
+    pub rights: BitFlags<AccessFs>,
+    /// Which policy entry produced it (expansions name their origin).
+    pub origin: String,
+}
+
+pub struct Plan {
+    pub rules: Vec<PathRule>,
+    pub skipped_optional: Vec<PathBuf>,
+    pub handled_fs: BitFlags<AccessFs>,
+    pub handled_net: BitFlags<AccessNet>,
+    pub scopes: BitFlags<Scope>,
+    pub bind_ports: Vec<u16>,
+    pub connect_ports: Vec<u16>,
+    pub compat: Compat,
+    pub min_abi: Option<u8>,
+}
+
+/// A path made absolute and free of symlinks where it exists, so that allow
+/// and deny paths compare by component on what the kernel will resolve.
+fn canonical(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => canonical(parent).join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
+fn open_rule(path: &Path, follow: bool, what: &str) -> Result<(OwnedFd, bool)> {
+    let fd = sys::open_path(path, follow)
+        .map_err(|e| Error::Policy(format!("{what}: cannot open {}: {e}", path.display())))?;
+    let is_dir = sys::is_dir(&fd)
+        .map_err(|e| Error::Policy(format!("{what}: cannot stat {}: {e}", path.display())))?;
+    Ok((fd, is_dir))
+}
+
+/// Replace an allowed directory by its children minus the denied ones,
+/// recursing towards each denied path (Landlock cannot subtract).
+fn expand(
+    dir: &Path,
+    access: Access,
+    denies: &[PathBuf],
+    origin: &str,
+    out: &mut Vec<PathRule>,
+) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Error::Policy(format!(
+            "{origin}: cannot list {} to carve out a denied path: {e}",
+            dir.display()
+        ))
+    })?;
+    for ent in entries {
+        let ent = ent
+            .map_err(|e| Error::Policy(format!("{origin}: cannot list {}: {e}", dir.display())))?;
+        let child = dir.join(ent.file_name());
+        if denies.contains(&child) {
+            continue;
+        }
+        // Never follow: a symlink in the expanded directory must not re-grant
+        // the denied target. (A rule on a symlink's own inode grants nothing.)
+        let (fd, is_dir) = match open_rule(&child, false, origin) {
+            Ok(x) => x,
+            // Raced away between readdir and open: nothing to grant.
+            Err(_) if !child.exists() && child.symlink_metadata().is_err() => continue,
+            Err(e) => return Err(e),
+        };
+        if is_dir && denies.iter().any(|d| d.starts_with(&child)) {
+            drop(fd);
+            expand(&child, access, denies, origin, out)?;
+            continue;
+        }
+        out.push(PathRule {
+            path: child,
+            rights: rights(access, is_dir),
+            fd,
+            is_dir,
+            access,
+            origin: format!("expanded from {origin}"),
+        });
+    }
+    Ok(())
+}
+
+pub fn plan(p: &Policy) -> Result<Plan> {
+    let denies: Vec<PathBuf> = p.deny.iter().map(|d| canonical(d)).collect();
+    let mut rules = Vec::new();
+    let mut skipped_optional = Vec::new();
+    for (
+        i,
+        AllowRule {
+            path,
+            access,
+            optional,
+        },
+    ) in p.allow.iter().enumerate()
+    {
+        let what = format!("filesystem.allow[{i}]");
+        if *optional && std::fs::metadata(path).is_err() && path.symlink_metadata().is_err() {
+            skipped_optional.push(path.clone());
+            continue;
+        }
+        if std::fs::metadata(path).is_err() && path.symlink_metadata().is_err() {
+            return Err(Error::Policy(format!(
+                "{what}.path: {} does not exist (mark the rule \"optional\": true if that is expected)",
+                path.display()
+            )));
+        }
+        let (fd, is_dir) = open_rule(path, true, &what)?;
+        if !denies.is_empty() {
+            let canon = canonical(path);
+            if let Some(d) = denies.iter().find(|d| canon.starts_with(d)) {
+                return Err(Error::Policy(format!(
+                    "{what}.path: {} is at or beneath the denied path {}",
+                    path.display(),
+                    d.display()
+                )));
+            }
+            let under: Vec<PathBuf> = denies
+                .iter()
+                .filter(|d| d.starts_with(&canon))
+                .cloned()
+                .collect();
+            if !under.is_empty() && is_dir {
+                drop(fd);
+                expand(&canon, *access, &under, &what, &mut rules)?;
+                continue;
+            }
+        }
+        rules.push(PathRule {
+            path: path.clone(),
+            rights: rights(*access, is_dir),
+            fd,
+            is_dir,
+            access: *access,
+            origin: what,
+        });
+    }
+    let mut handled_net = BitFlags::empty();
+    let mut bind_ports = Vec::new();
+    let mut connect_ports = Vec::new();
+    if let Ports::List(l) = &p.tcp_bind {
+        handled_net |= AccessNet::BindTcp;
+        bind_ports = l.clone();
+    }
+    if let Ports::List(l) = &p.tcp_connect {
+        handled_net |= AccessNet::ConnectTcp;
+        connect_ports = l.clone();
+    }
+    let mut scopes = BitFlags::empty();
+    if p.scope_abstract_unix {
+        scopes |= Scope::AbstractUnixSocket;
+    }
+    if p.scope_signal {
+        scopes |= Scope::Signal;
+    }
+    Ok(Plan {
+        rules,
+        skipped_optional,
+        handled_fs: landlock::Access::from_all(TARGET_ABI),
+        handled_net,
+        scopes,
+        bind_ports,
+        connect_ports,
+        compat: p.compat,
+        min_abi: p.min_abi,
+    })
+}
+
+/// What Landlock actually applied, for the report.
+pub struct Applied {
+    pub status: &'static str,
+    pub path_rules: usize,
+    pub kernel_abi: i32,
+    pub unenforced: Vec<String>,
+}
+
+impl Plan {
+    /// Names of what was requested but the running kernel (ABI `kabi`)
+    /// cannot enforce.
+    pub fn unenforced(&self, kabi: i32) -> Vec<String> {
+        let k = ABI::from(kabi);
+        let mut out = Vec::new();
+        if kabi <= 0 {
+            out.push("landlock (not supported by this kernel)".to_string());
+            return out;
+        }
+        let kfs: BitFlags<AccessFs> = landlock::Access::from_all(k);
+        for f in (self.handled_fs & !kfs).iter() {
+            out.push(format!("fs.{}", fs_right_name(f)));
+        }
+        if kabi < 4 {
+            for f in self.handled_net.iter() {
+                out.push(format!("net.{}", net_name(f)));
+            }
+        }
+        if kabi < 6 {
+            for s in self.scopes.iter() {
+                out.push(format!("scope.{}", scope_name(s)));
+            }
+        }
+        out
+    }
+
+    pub fn explain(&self) -> Value {
+        json!({
+            "target_abi": TARGET_ABI_NUM,
+            "kernel_abi": sys::landlock_abi(),
+            "handled_fs": fs_names(self.handled_fs),
+            "handled_net": net_names(self.handled_net),
+            "scoped": scope_names(self.scopes),
+            "compat": match self.compat { Compat::BestEffort => "best_effort", Compat::HardRequirement => "hard_requirement" },
+            "min_abi": self.min_abi,
+            "rules": self.rules.iter().map(|r| json!({
+                "path": r.path,
+                "kind": if r.is_dir { "dir" } else { "file" },
+                "access": r.access.name(),
+                "rights": fs_names(r.rights),
+                "origin": r.origin,
+            })).collect::<Vec<_>>(),
+            "skipped_optional": self.skipped_optional,
+            "tcp_bind": self.bind_ports,
+            "tcp_connect": self.connect_ports,
+        })
+    }
+
+    pub fn report_json(&self, a: &Applied) -> Value {
+        json!({
+            "status": a.status,
+            "abi": TARGET_ABI_NUM.min(a.kernel_abi.max(0) as u8),
+            "kernel_abi": a.kernel_abi,
+            "compat": match self.compat { Compat::BestEffort => "best_effort", Compat::HardRequirement => "hard_requirement" },
+            "handled_fs": fs_names(self.handled_fs),
+            "handled_net": net_names(self.handled_net),
+            "scoped": scope_names(self.scopes),
+            "path_rules": a.path_rules,
+            "net_rules": self.bind_ports.len() + self.connect_ports.len(),
+            "skipped_optional": self.skipped_optional,
+            "unenforced": a.unenforced,
+        })
+    }
+}
+
+fn ll_err(e: impl std::fmt::Display) -> Error {
+    Error::Landlock(format!("landlock: {e}"))
+}
+
+/// Restrict the calling thread. Consumes the plan's fds.
+pub fn apply(plan: &mut Plan) -> Result<Applied> {
+    let kabi = sys::landlock_abi();
+    if let Some(min) = plan.min_abi {
+        if kabi < i32::from(min) {
+            return Err(Error::Landlock(format!(
+                "the kernel's Landlock ABI is {kabi}, below landlock.minAbi {min} (needs a newer kernel with Landlock enabled in the lsm= boot parameter)"
+            )));
+        }
+    }
+    let unenforced = plan.unenforced(kabi);
+    if !unenforced.is_empty() {
+        match plan.compat {
+            Compat::HardRequirement => {
+                return Err(Error::Landlock(format!(
+                    "landlock.compat is hard_requirement but the kernel (Landlock ABI {kabi}) cannot enforce: {}",
+                    unenforced.join(", ")
+                )))
+            }
+            Compat::BestEffort => eprintln!(
+                "cordon-helper: warning: Landlock ABI {kabi} cannot enforce: {} (landlock.compat is best_effort)",
+                unenforced.join(", ")
+            ),
+        }
+    }
+    let level = match plan.compat {
+        Compat::BestEffort => CompatLevel::BestEffort,
+        Compat::HardRequirement => CompatLevel::HardRequirement,
+    };
+    let mut rs = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(plan.handled_fs)
+        .map_err(ll_err)?;
+    if !plan.handled_net.is_empty() {
+        rs = rs.handle_access(plan.handled_net).map_err(ll_err)?;
+    }
+    if !plan.scopes.is_empty() {
+        rs = rs.scope(plan.scopes).map_err(ll_err)?;
+    }
+    let mut created = rs.create().map_err(ll_err)?;
+    for r in &plan.rules {
+        created = created
+            .add_rule(PathBeneath::new(&r.fd, r.rights))
+            .map_err(|e| Error::Landlock(format!("landlock rule on {}: {e}", r.path.display())))?;
+    }
+    for port in &plan.bind_ports {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::BindTcp))
+            .map_err(ll_err)?;
+    }
+    for port in &plan.connect_ports {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(ll_err)?;
+    }
+    let status = created.restrict_self().map_err(ll_err)?;
+    let path_rules = plan.rules.len();
+    // The rule fds have done their job; closing them now keeps them out of
+    // the command even if keepFds would have covered their numbers.
+    plan.rules.clear();
+    let status = match status.ruleset {
+        RulesetStatus::FullyEnforced => "fully_enforced",
+        RulesetStatus::PartiallyEnforced => "partially_enforced",
+        RulesetStatus::NotEnforced => "not_enforced",
+    };
+    if plan.compat == Compat::HardRequirement && status != "fully_enforced" {
+        return Err(Error::Landlock(format!(
+            "landlock ruleset is {status} but landlock.compat is hard_requirement"
+        )));
+    }
+    Ok(Applied {
+        status,
+        path_rules,
+        kernel_abi: kabi,
+        unenforced,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_rules_get_only_file_rights() {
+        let r = rights(Access::ReadWriteExecute, false);
+        assert!(r.contains(AccessFs::WriteFile | AccessFs::Execute | AccessFs::ReadFile));
+        assert!(!r.contains(AccessFs::ReadDir));
+        assert!(!r.contains(AccessFs::MakeReg));
+        let d = rights(Access::Read, true);
+        assert_eq!(d, AccessFs::ReadFile | AccessFs::ReadDir);
+        assert!(!rights(Access::ReadWrite, true).contains(AccessFs::MakeChar));
+        assert!(!rights(Access::ReadWrite, true).contains(AccessFs::MakeBlock));
+    }
+
+    #[test]
+    fn deny_expands_parent_without_the_denied_child() {
+        let t = tempfile_dir();
+        std::fs::create_dir_all(t.join("a/secret")).unwrap();
+        std::fs::create_dir_all(t.join("a/ok")).unwrap();
+        std::fs::write(t.join("a/file"), b"x").unwrap();
+        std::fs::create_dir_all(t.join("b")).unwrap();
+        let pol = crate::policy::parse(
+            format!(
+                r#"{{"filesystem":{{"allow":[{{"path":"{0}","access":"read"}}],"deny":["{0}/a/secret"]}}}}"#,
+                t.display()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let plan = plan(&pol).unwrap();
+        let mut paths: Vec<String> = plan
+            .rules
+            .iter()
+            .map(|r| r.path.strip_prefix(&t).unwrap().display().to_string())
+            .collect();
+        paths.sort();
+        assert_eq!(paths, vec!["a/file", "a/ok", "b"]);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn allow_beneath_deny_is_an_error_and_missing_paths_are_named() {
+        let pol = crate::policy::parse(
+            br#"{"filesystem":{"allow":[{"path":"/usr/bin","access":"read"}],"deny":["/usr"]}}"#,
+        )
+        .unwrap();
+        let e = plan(&pol).err().unwrap();
+        assert!(e.to_string().contains("beneath the denied path"), "{e}");
+        let pol = crate::policy::parse(
+            br#"{"filesystem":{"allow":[{"path":"/no/such/dir","access":"read"}]}}"#,
+        )
+        .unwrap();
+        let e = plan(&pol).err().unwrap();
+        assert_eq!(e.exit_code(), 70);
+        assert!(e.to_string().contains("/no/such/dir does not exist"), "{e}");
+        let pol = crate::policy::parse(
+            br#"{"filesystem":{"allow":[{"path":"/no/such/dir","access":"read","optional":true}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(plan(&pol).unwrap().skipped_optional.len(), 1);
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "cordon-ll-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

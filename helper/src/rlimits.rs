@@ -1,0 +1,55 @@
+//! Step 3: resource limits and the optional uid/gid switch.
+
+use crate::error::{Error, Result};
+use crate::policy::{Limit, Resource};
+use nix::sys::resource::{setrlimit, Resource as R, RLIM_INFINITY};
+use nix::unistd::{setgroups, setresgid, setresuid, Gid, Uid};
+
+pub fn resource(r: Resource) -> R {
+    match r {
+        Resource::Nofile => R::RLIMIT_NOFILE,
+        Resource::Nproc => R::RLIMIT_NPROC,
+        Resource::As => R::RLIMIT_AS,
+        Resource::Cpu => R::RLIMIT_CPU,
+        Resource::Fsize => R::RLIMIT_FSIZE,
+        Resource::Core => R::RLIMIT_CORE,
+        Resource::Stack => R::RLIMIT_STACK,
+    }
+}
+
+fn raw(n: u64) -> u64 {
+    if n == u64::MAX {
+        RLIM_INFINITY
+    } else {
+        n
+    }
+}
+
+pub fn apply(limits: &[Limit]) -> Result<()> {
+    for l in limits {
+        setrlimit(resource(l.resource), raw(l.soft), raw(l.hard)).map_err(|e| {
+            Error::Permission(format!(
+                "rlimits.{}: setrlimit(soft {}, hard {}) failed: {e} (raising a hard limit needs CAP_SYS_RESOURCE)",
+                l.resource.name(),
+                l.soft,
+                l.hard
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Switch to `uid`/`gid` with no supplementary groups. Fails closed: running
+/// as the wrong user is not an option.
+pub fn switch_user(uid: u32, gid: u32) -> Result<()> {
+    let fail = |step: &str, e: nix::Error| {
+        Error::Caps(format!(
+            "user: {step} to {uid}:{gid} failed: {e} (needs CAP_SETUID and CAP_SETGID)"
+        ))
+    };
+    let (g, u) = (Gid::from_raw(gid), Uid::from_raw(uid));
+    setgroups(&[]).map_err(|e| fail("clearing supplementary groups", e))?;
+    setresgid(g, g, g).map_err(|e| fail("setresgid", e))?;
+    setresuid(u, u, u).map_err(|e| fail("setresuid", e))?;
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! BPF emitter: a binary search over runs of syscall numbers that share an
+//! action, so a call evaluates ~log2(runs) comparisons instead of walking a
+//! linear chain, and the kernel's per-number cache preparation at attach time
+//! stays cheap (docs/seccomp.md, BENCHMARKS.md).
+//!
+//! Layout:
+//!   load arch; foreign arch → KILL_PROCESS        (i386 `int 0x80`, aarch32)
+//!   load nr;   x32 bit set  → KILL_PROCESS        (x86_64 only)
+//!   binary tree on nr → `ret ACTION` leaves, or per-syscall argument blocks.
+
+use super::{ret_value, Entry, Spec};
+use crate::policy::{Action, ArgCond, CondOp};
+use seccompiler::sock_filter;
+
+const LD_W_ABS: u16 = 0x20;
+const JMP_JA: u16 = 0x05;
+const JEQ_K: u16 = 0x15;
+const JGE_K: u16 = 0x35;
+const JSET_K: u16 = 0x45;
+const RET_K: u16 = 0x06;
+const ALU_AND_K: u16 = 0x54;
+
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+const OFF_ARGS: u32 = 16;
+
+#[cfg(target_arch = "x86_64")]
+pub const NATIVE_AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+pub const NATIVE_AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("cordon-helper supports x86_64 and aarch64 only");
+#[cfg(target_endian = "big")]
+compile_error!("argument word offsets assume a little-endian seccomp_data");
+
+/// x32 syscalls carry the x86_64 audit arch with this bit set in the number.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+const MAX_PROGRAM: usize = 4096;
+
+fn ins(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+fn ret(a: Action) -> sock_filter {
+    ins(RET_K, 0, 0, ret_value(a))
+}
+
+fn preamble() -> Vec<sock_filter> {
+    let mut p = vec![
+        ins(LD_W_ABS, 0, 0, OFF_ARCH),
+        ins(JEQ_K, 1, 0, NATIVE_AUDIT_ARCH),
+        ret(Action::KillProcess),
+        ins(LD_W_ABS, 0, 0, OFF_NR),
+    ];
+    if cfg!(target_arch = "x86_64") {
+        p.push(ins(JGE_K, 0, 1, X32_SYSCALL_BIT));
+        p.push(ret(Action::KillProcess));
+    }
+    p
+}
+
+/// Jump targets inside an argument block, resolved once a rule's length is known.
+#[derive(Clone, Copy)]
+enum Tgt {
+    Next,
+    CondOk,
+    RuleFail,
+}
+
+struct Pending {
+    code: u16,
+    k: u32,
+    jt: Tgt,
+    jf: Tgt,
+}
+
+fn p(code: u16, k: u32, jt: Tgt, jf: Tgt) -> Pending {
+    Pending { code, k, jt, jf }
+}
+
+fn lo(arg: u8) -> u32 {
+    OFF_ARGS + 8 * u32::from(arg)
+}
+fn hi(arg: u8) -> u32 {
+    lo(arg) + 4
+}
+
+/// Code for one condition: falls through (or jumps to CondOk) when it holds,
+/// jumps to RuleFail when it does not.
+fn cond(c: &ArgCond) -> Vec<Pending> {
+    use Tgt::*;
+    let (vlo, vhi) = (c.value as u32, (c.value >> 32) as u32);
+    let wide = c.width == 64;
+    let mut out = Vec::new();
+    match c.op {
+        CondOp::Eq => {
+            if wide {
+                out.push(p(LD_W_ABS, hi(c.arg), Next, Next));
+                out.push(p(JEQ_K, vhi, Next, RuleFail));
+            }
+            out.push(p(LD_W_ABS, lo(c.arg), Next, Next));
+            out.push(p(JEQ_K, vlo, Next, RuleFail));
+        }
+        CondOp::Ne => {
+            if wide {
+                out.push(p(LD_W_ABS, hi(c.arg), Next, Next));
+                out.push(p(JEQ_K, vhi, Next, CondOk));
+            }
+            out.push(p(LD_W_ABS, lo(c.arg), Next, Next));
+            out.push(p(JEQ_K, vlo, RuleFail, Next));
+        }
+        CondOp::AnySet => {
+            if wide && vhi != 0 {
+                out.push(p(LD_W_ABS, hi(c.arg), Next, Next));
+                let jf = if vlo != 0 { Next } else { RuleFail };
+                out.push(p(JSET_K, vhi, CondOk, jf));
+            }
+            if vlo != 0 || !wide || vhi == 0 {
+                out.push(p(LD_W_ABS, lo(c.arg), Next, Next));
+                out.push(p(JSET_K, vlo, Next, RuleFail));
+            }
+        }
+        CondOp::MaskedEq { mask } => {
+            let (mlo, mhi) = (mask as u32, (mask >> 32) as u32);
+            if wide {
+                out.push(p(LD_W_ABS, hi(c.arg), Next, Next));
+                out.push(p(ALU_AND_K, mhi, Next, Next));
+                out.push(p(JEQ_K, vhi, Next, RuleFail));
+            }
+            out.push(p(LD_W_ABS, lo(c.arg), Next, Next));
+            out.push(p(ALU_AND_K, mlo, Next, Next));
+            out.push(p(JEQ_K, vlo, Next, RuleFail));
+        }
+    }
+    out
+}
+
+fn offset(from: usize, to: usize) -> Result<u8, String> {
+    let d = to - from - 1;
+    u8::try_from(d).map_err(|_| format!("argument rule too long for a BPF jump ({d} > 255)"))
+}
+
+/// An argument block: each rule's conditions then `ret rule.action`; finally
+/// `ret base`. The accumulator is clobbered, which is fine: every path returns.
+fn block(e: &Entry) -> Result<Vec<sock_filter>, String> {
+    let mut out = Vec::new();
+    for (conds, action) in &e.rules {
+        let mut code: Vec<(Pending, usize)> = Vec::new(); // (insn, end of its condition)
+        for c in conds {
+            let cc = cond(c);
+            let end = code.len() + cc.len();
+            code.extend(cc.into_iter().map(|i| (i, end)));
+        }
+        let fail = code.len() + 1; // after the rule's ret
+        for (i, (pd, cond_end)) in code.iter().enumerate() {
+            let resolve = |t: Tgt| match t {
+                Tgt::Next => Ok(0),
+                Tgt::CondOk => offset(i, *cond_end),
+                Tgt::RuleFail => offset(i, fail),
+            };
+            out.push(ins(pd.code, resolve(pd.jt)?, resolve(pd.jf)?, pd.k));
+        }
+        out.push(ret(*action));
+    }
+    out.push(ret(e.base));
+    Ok(out)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Leaf {
+    Ret(Action),
+    Block(u32),
+}
+
+/// Runs of consecutive numbers with the same leaf, as (first number, leaf),
+/// covering 0..=u32::MAX.
+fn runs(spec: &Spec) -> Vec<(u32, Leaf)> {
+    let leaf = |nr: u32| match spec.entries.get(&nr) {
+        None => Leaf::Ret(spec.default),
+        Some(e) if e.rules.is_empty() => Leaf::Ret(e.base),
+        Some(_) => Leaf::Block(nr),
+    };
+    let max = spec.entries.keys().next_back().copied().unwrap_or(0);
+    let mut out: Vec<(u32, Leaf)> = Vec::new();
+    for nr in 0..=max.saturating_add(1) {
+        let l = leaf(nr);
+        if out.last().map(|(_, x)| *x) != Some(l) {
+            out.push((nr, l));
+        }
+    }
+    out
+}
+
+fn tree(runs: &[(u32, Leaf)], spec: &Spec) -> Result<Vec<sock_filter>, String> {
+    if let [(_, leaf)] = runs {
+        return match leaf {
+            Leaf::Ret(a) => Ok(vec![ret(*a)]),
+            Leaf::Block(nr) => block(&spec.entries[nr]),
+        };
+    }
+    let m = runs.len() / 2;
+    let left = tree(&runs[..m], spec)?;
+    let right = tree(&runs[m..], spec)?;
+    let pivot = runs[m].0;
+    let mut out = Vec::with_capacity(left.len() + right.len() + 2);
+    match u8::try_from(left.len()) {
+        Ok(skip) => out.push(ins(JGE_K, skip, 0, pivot)),
+        Err(_) => {
+            // Conditional jumps reach 255 instructions; hop over a long left
+            // subtree with an unconditional jump.
+            out.push(ins(JGE_K, 0, 1, pivot));
+            out.push(ins(JMP_JA, 0, 0, left.len() as u32));
+        }
+    }
+    out.extend(left);
+    out.extend(right);
+    Ok(out)
+}
+
+/// The program installed by the helper.
+pub fn build(spec: &Spec) -> Result<Vec<sock_filter>, String> {
+    let mut prog = preamble();
+    prog.extend(tree(&runs(spec), spec)?);
+    if prog.len() > MAX_PROGRAM {
+        return Err(format!(
+            "seccomp program has {} instructions, more than the kernel's {MAX_PROGRAM}",
+            prog.len()
+        ));
+    }
+    Ok(prog)
+}
+
+/// A deliberately naive layout (one equality test per listed number), used
+/// by the tests as a reference for `build`.
+pub fn build_linear(spec: &Spec) -> Result<Vec<sock_filter>, String> {
+    let mut prog = preamble();
+    for (nr, e) in &spec.entries {
+        let b = block(e)?;
+        let skip = u8::try_from(b.len()).map_err(|_| "block too long".to_string())?;
+        prog.push(ins(LD_W_ABS, 0, 0, OFF_NR));
+        prog.push(ins(JEQ_K, 0, skip, *nr));
+        prog.extend(b);
+    }
+    prog.push(ret(spec.default));
+    Ok(prog)
+}
+
+/// Greatest number of instructions any syscall evaluates in `prog` (the tree
+/// depth plus the longest block), computed by walking every path.
+pub fn worst_case_path(prog: &[sock_filter]) -> usize {
+    fn walk(prog: &[sock_filter], pc: usize, memo: &mut Vec<Option<usize>>) -> usize {
+        if pc >= prog.len() {
+            return 0;
+        }
+        if let Some(v) = memo[pc] {
+            return v;
+        }
+        let i = &prog[pc];
+        let v = 1 + match i.code {
+            RET_K => 0,
+            JMP_JA => walk(prog, pc + 1 + i.k as usize, memo),
+            c if c & 0x07 == 0x05 => walk(prog, pc + 1 + i.jt as usize, memo).max(walk(
+                prog,
+                pc + 1 + i.jf as usize,
+                memo,
+            )),
+            _ => walk(prog, pc + 1, memo),
+        };
+        memo[pc] = Some(v);
+        v
+    }
+    let mut memo = vec![None; prog.len()];
+    walk(prog, 0, &mut memo)
+}

@@ -1,0 +1,249 @@
+//! Seccomp: resolve the policy's `syscalls` section into a per-number spec for
+//! the native architecture, emit it as a compact BPF program (emit.rs), and
+//! install it with seccompiler.
+
+pub mod emit;
+pub mod groups;
+pub mod interp;
+pub mod tables;
+
+use crate::error::{Error, Result};
+use crate::policy::{Action, ArgCond, CondOp, Profile, Syscalls};
+use seccompiler::BpfProgram;
+use std::collections::BTreeMap;
+
+/// What one syscall number does: its argument rules, tried in order, then its
+/// base action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub base: Action,
+    pub rules: Vec<(Vec<ArgCond>, Action)>,
+}
+
+/// The resolved filter for the native architecture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub default: Action,
+    pub entries: BTreeMap<u32, Entry>,
+}
+
+const EPERM: Action = Action::Errno(libc::EPERM as u16);
+
+/// Namespace-creating clone flags: refused by the default profile, so clone
+/// (which libc uses for fork and threads) stays allowed without them.
+pub const CLONE_NS_FLAGS: u64 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u64
+    | 0x80; // CLONE_NEWTIME
+
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+const AF_ALG: u64 = 38;
+const AF_VSOCK: u64 = 40;
+
+fn eq32(arg: u8, value: u64) -> Vec<ArgCond> {
+    vec![ArgCond {
+        arg,
+        op: CondOp::Eq,
+        value,
+        width: 32,
+    }]
+}
+
+/// The default action for syscalls the policy does not list.
+pub fn default_action(s: &Syscalls) -> Action {
+    if let Some(a) = s.default_action {
+        return a;
+    }
+    if s.default_deny {
+        return Action::KillProcess;
+    }
+    if s.effective_profile().is_some() || !s.allow.is_empty() {
+        return EPERM;
+    }
+    Action::Allow
+}
+
+fn set_base(entries: &mut BTreeMap<u32, Entry>, default: Action, name: &str, action: Action) {
+    if let Some(nr) = tables::native_nr(name) {
+        entries
+            .entry(nr)
+            .or_insert(Entry {
+                base: default,
+                rules: Vec::new(),
+            })
+            .base = action;
+    }
+}
+
+fn add_rule(
+    entries: &mut BTreeMap<u32, Entry>,
+    default: Action,
+    name: &str,
+    when: Vec<ArgCond>,
+    action: Action,
+) {
+    if let Some(nr) = tables::native_nr(name) {
+        entries
+            .entry(nr)
+            .or_insert(Entry {
+                base: default,
+                rules: Vec::new(),
+            })
+            .rules
+            .push((when, action));
+    }
+}
+
+/// The built-in default profile's argument rules.
+fn default_rules(entries: &mut BTreeMap<u32, Entry>, default: Action) {
+    // No namespace creation through clone; clone3 hides its flags in memory
+    // that BPF cannot read, so it reports ENOSYS and libc falls back to clone.
+    add_rule(
+        entries,
+        default,
+        "clone",
+        vec![ArgCond {
+            arg: 0,
+            op: CondOp::AnySet,
+            value: CLONE_NS_FLAGS,
+            width: 64,
+        }],
+        EPERM,
+    );
+    set_base(
+        entries,
+        default,
+        "clone3",
+        Action::Errno(libc::ENOSYS as u16),
+    );
+    // Injecting input into, or reconfiguring, the controlling terminal.
+    // The request is an unsigned int: compare 32 bits so high bits cannot
+    // smuggle it past the rule.
+    for req in [TIOCSTI, TIOCLINUX] {
+        add_rule(entries, default, "ioctl", eq32(1, req), EPERM);
+    }
+    // Kernel crypto and VM sockets: large attack surface, no use here.
+    for dom in [AF_ALG, AF_VSOCK] {
+        add_rule(entries, default, "socket", eq32(0, dom), EPERM);
+    }
+    // personality: only query and the plain Linux personalities; no
+    // ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC.
+    for p in [0u64, 8, 0xffff_ffff] {
+        add_rule(entries, default, "personality", eq32(0, p), Action::Allow);
+    }
+    set_base(entries, default, "personality", EPERM);
+}
+
+/// Resolve the policy into a spec. `report_fd` is kept writable for the
+/// report even when `write` is otherwise denied.
+pub fn resolve(s: &Syscalls, report_fd: Option<i32>) -> Result<Spec> {
+    let default = default_action(s);
+    let mut entries = BTreeMap::new();
+    if s.effective_profile() == Some(Profile::Default) {
+        for name in groups::group("default").unwrap_or_default() {
+            set_base(&mut entries, default, name, Action::Allow);
+        }
+        default_rules(&mut entries, default);
+    }
+    for name in groups::expand(&s.allow) {
+        set_base(&mut entries, default, name, Action::Allow);
+    }
+    // Policy rules go before the profile's so they can refine them.
+    for r in s.rules.iter().rev() {
+        if let Some(nr) = tables::native_nr(&r.syscall) {
+            entries
+                .entry(nr)
+                .or_insert(Entry {
+                    base: default,
+                    rules: Vec::new(),
+                })
+                .rules
+                .insert(0, (r.when.clone(), r.action));
+        }
+    }
+    let deny_action = s.deny_action.unwrap_or(EPERM);
+    let denied = groups::expand(&s.deny);
+    for name in &denied {
+        if *name == "execve" || *name == "exit_group" {
+            return Err(Error::Policy(format!(
+                "syscalls.deny: {name} cannot be denied: the helper needs it to start the command (deny it in the command's own sandbox instead)"
+            )));
+        }
+        if let Some(nr) = tables::native_nr(name) {
+            // Deny wins over allow and over any rule that would allow.
+            entries.insert(
+                nr,
+                Entry {
+                    base: deny_action,
+                    rules: Vec::new(),
+                },
+            );
+        }
+    }
+    // What the helper itself needs after the filter is installed: execve to
+    // start the command, exit_group to report an exec failure, write to fd 2
+    // (the failure message) and the report fd.
+    for name in ["execve", "exit_group"] {
+        set_base(&mut entries, default, name, Action::Allow);
+    }
+    if let Some(nr) = tables::native_nr("write") {
+        let e = entries.entry(nr).or_insert(Entry {
+            base: default,
+            rules: Vec::new(),
+        });
+        if e.base != Action::Allow {
+            let mut fds = vec![2];
+            fds.extend(report_fd);
+            for fd in fds.into_iter().rev() {
+                e.rules.insert(0, (eq32(0, fd as u64), Action::Allow));
+            }
+        }
+    }
+    // Entries identical to the default add nothing but instructions.
+    entries.retain(|_, e| !(e.rules.is_empty() && e.base == default));
+    Ok(Spec { default, entries })
+}
+
+/// A compiled filter, ready to install.
+pub struct Compiled {
+    pub spec: Spec,
+    pub program: BpfProgram,
+}
+
+impl Compiled {
+    pub fn rule_count(&self) -> usize {
+        self.spec.entries.values().map(|e| 1 + e.rules.len()).sum()
+    }
+}
+
+pub fn compile(s: &Syscalls, report_fd: Option<i32>) -> Result<Compiled> {
+    let spec = resolve(s, report_fd)?;
+    let program = emit::build(&spec).map_err(Error::Seccomp)?;
+    Ok(Compiled { spec, program })
+}
+
+/// Install the filter on the calling thread (the helper is single-threaded).
+pub fn install(c: &Compiled) -> Result<()> {
+    seccompiler::apply_filter(&c.program)
+        .map_err(|e| Error::Seccomp(format!("installing the seccomp filter failed: {e}")))
+}
+
+/// The return value the kernel sees for an action.
+pub fn ret_value(a: Action) -> u32 {
+    match a {
+        Action::Allow => 0x7fff_0000,
+        Action::KillProcess => 0x8000_0000,
+        Action::KillThread => 0,
+        Action::Trap => 0x0003_0000,
+        Action::Log => 0x7ffc_0000,
+        Action::Errno(n) => 0x0005_0000 | u32::from(n),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! The emitted programs are checked three ways over every syscall number and a
+//! set of argument cases: the binary tree (`emit::build`), a naive linear
+//! layout (`emit::build_linear`), and a direct evaluation of the spec in Rust.
+
+use super::interp::{run, SeccompData};
+use super::*;
+use crate::policy::{parse, ArgCond, CondOp};
+
+const ARCH: u32 = emit::NATIVE_AUDIT_ARCH;
+const I386: u32 = 0x4000_0003;
+
+/// What the spec says, without BPF.
+fn model(spec: &Spec, d: &SeccompData) -> u32 {
+    if d.arch != ARCH {
+        return ret_value(Action::KillProcess);
+    }
+    let nr = d.nr as u32;
+    if cfg!(target_arch = "x86_64") && nr >= 0x4000_0000 {
+        return ret_value(Action::KillProcess);
+    }
+    let Some(e) = spec.entries.get(&nr) else {
+        return ret_value(spec.default);
+    };
+    for (conds, action) in &e.rules {
+        if conds.iter().all(|c| holds(c, d.args[c.arg as usize])) {
+            return ret_value(*action);
+        }
+    }
+    ret_value(e.base)
+}
+
+fn holds(c: &ArgCond, arg: u64) -> bool {
+    let (a, v) = if c.width == 32 {
+        (arg & 0xffff_ffff, c.value & 0xffff_ffff)
+    } else {
+        (arg, c.value)
+    };
+    match c.op {
+        CondOp::Eq => a == v,
+        CondOp::Ne => a != v,
+        CondOp::AnySet => a & v != 0,
+        CondOp::MaskedEq { mask } => {
+            let m = if c.width == 32 {
+                mask & 0xffff_ffff
+            } else {
+                mask
+            };
+            a & m == v
+        }
+    }
+}
+
+fn arg_cases() -> Vec<[u64; 6]> {
+    let interesting = [
+        0u64,
+        1,
+        2,
+        8,
+        38,
+        40,
+        0x5412,
+        0x541C,
+        0x5412 | (1 << 32),
+        0x1_0000_0000,
+        0xffff_ffff,
+        u64::MAX,
+        CLONE_NS_FLAGS,
+        libc::CLONE_NEWUSER as u64,
+        0x80,
+        libc::CLONE_VM as u64 | libc::SIGCHLD as u64,
+        0xdead_beef_0000_0010,
+    ];
+    let mut out = Vec::new();
+    for (i, a) in interesting.iter().enumerate() {
+        let b = interesting[(i * 7 + 3) % interesting.len()];
+        out.push([*a, *a, b, *a, b, *a]);
+        out.push([b, *a, *a, b, *a, b]);
+    }
+    out
+}
+
+fn check_spec(spec: &Spec) {
+    let tree = emit::build(spec).unwrap();
+    let linear = emit::build_linear(spec).unwrap();
+    super::interp::validate(&tree).unwrap();
+    super::interp::validate(&linear).unwrap();
+    let mut nrs: Vec<i32> = (0..=600).collect();
+    nrs.extend([0x4000_0000 | 39, 0x4000_0000, -1, i32::MAX, 1 << 20]);
+    for arch in [ARCH, I386] {
+        for nr in &nrs {
+            // Argument cases matter only where a rule looks at arguments.
+            let has_rules = spec
+                .entries
+                .get(&(*nr as u32))
+                .is_some_and(|e| !e.rules.is_empty());
+            let cases = arg_cases();
+            for args in cases
+                .iter()
+                .take(if has_rules { cases.len() } else { 2 })
+                .copied()
+            {
+                let d = SeccompData {
+                    nr: *nr,
+                    arch,
+                    instruction_pointer: 0,
+                    args,
+                };
+                let want = model(spec, &d);
+                assert_eq!(
+                    run(&tree, &d).unwrap(),
+                    want,
+                    "tree: nr {nr} arch {arch:#x} args {args:x?}"
+                );
+                assert_eq!(
+                    run(&linear, &d).unwrap(),
+                    want,
+                    "linear: nr {nr} args {args:x?}"
+                );
+            }
+        }
+    }
+}
+
+fn spec_of(json: &str) -> Spec {
+    resolve(&parse(json.as_bytes()).unwrap().syscalls, Some(9)).unwrap()
+}
+
+#[test]
+fn default_profile_matches_model() {
+    let spec = spec_of("{}");
+    check_spec(&spec);
+    let prog = emit::build(&spec).unwrap();
+    // Compactness is part of the contract (BENCHMARKS.md): a linear chain of
+    // ~300 calls would be ~1 500 instructions.
+    assert!(
+        prog.len() < 256,
+        "default program has {} instructions",
+        prog.len()
+    );
+    assert!(emit::worst_case_path(&prog) < 30);
+}
+
+#[test]
+fn default_profile_decisions() {
+    let spec = spec_of("{}");
+    let prog = emit::build(&spec).unwrap();
+    let call = |name: &str, args: [u64; 6]| {
+        let nr = tables::native_nr(name).unwrap() as i32;
+        run(
+            &prog,
+            &SeccompData {
+                nr,
+                arch: ARCH,
+                instruction_pointer: 0,
+                args,
+            },
+        )
+        .unwrap()
+    };
+    let allow = ret_value(Action::Allow);
+    let eperm = ret_value(Action::Errno(libc::EPERM as u16));
+    assert_eq!(call("read", [0; 6]), allow);
+    assert_eq!(call("ptrace", [0; 6]), eperm);
+    assert_eq!(call("mount", [0; 6]), eperm);
+    assert_eq!(call("unshare", [0; 6]), eperm);
+    assert_eq!(call("bpf", [0; 6]), eperm);
+    assert_eq!(call("io_uring_setup", [0; 6]), eperm);
+    assert_eq!(
+        call("clone3", [0; 6]),
+        ret_value(Action::Errno(libc::ENOSYS as u16))
+    );
+    assert_eq!(call("clone", [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), allow);
+    assert_eq!(
+        call("clone", [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0]),
+        eperm
+    );
+    assert_eq!(call("ioctl", [1, 0x5412, 0, 0, 0, 0]), eperm);
+    // High bits must not smuggle TIOCSTI past the 32-bit comparison.
+    assert_eq!(call("ioctl", [1, 0x5412 | (1 << 32), 0, 0, 0, 0]), eperm);
+    assert_eq!(call("ioctl", [1, 0x5401, 0, 0, 0, 0]), allow);
+    assert_eq!(call("socket", [38, 5, 0, 0, 0, 0]), eperm);
+    assert_eq!(call("socket", [2, 1, 0, 0, 0, 0]), allow);
+    assert_eq!(call("personality", [0xffff_ffff, 0, 0, 0, 0, 0]), allow);
+    assert_eq!(call("personality", [0x0040000, 0, 0, 0, 0, 0]), eperm);
+}
+
+#[test]
+fn safeclaw_allowlist_kills_and_keeps_exec_path() {
+    let spec = spec_of(r#"{"syscalls":{"allow":["read","exit"],"defaultDeny":true}}"#);
+    check_spec(&spec);
+    let prog = emit::build(&spec).unwrap();
+    let kill = ret_value(Action::KillProcess);
+    let allow = ret_value(Action::Allow);
+    let call = |name: &str, a0: u64| {
+        let nr = tables::native_nr(name).unwrap() as i32;
+        run(
+            &prog,
+            &SeccompData {
+                nr,
+                arch: ARCH,
+                instruction_pointer: 0,
+                args: [a0, 0, 0, 0, 0, 0],
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(call("getpid", 0), kill);
+    assert_eq!(call("execve", 0), allow);
+    assert_eq!(call("exit_group", 0), allow);
+    assert_eq!(call("write", 2), allow);
+    assert_eq!(call("write", 9), allow, "the report fd stays writable");
+    assert_eq!(call("write", 1), kill);
+}
+
+#[test]
+fn deny_list_filter_still_kills_foreign_arch_and_x32() {
+    let spec = spec_of(r#"{"syscalls":{"deny":["ptrace","@mount"]}}"#);
+    assert_eq!(spec.default, Action::Allow);
+    check_spec(&spec);
+    let prog = emit::build(&spec).unwrap();
+    let d = |nr: i32, arch: u32| SeccompData {
+        nr,
+        arch,
+        instruction_pointer: 0,
+        args: [0; 6],
+    };
+    assert_eq!(
+        run(&prog, &d(20, I386)).unwrap(),
+        ret_value(Action::KillProcess)
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(
+            run(&prog, &d(0x4000_0027, ARCH)).unwrap(),
+            ret_value(Action::KillProcess)
+        );
+    }
+}
+
+#[test]
+fn all_condition_ops_and_widths() {
+    let spec = spec_of(
+        r#"{"syscalls":{"profile":"default","denyAction":"trap","deny":["chroot"],
+            "rules":[
+              {"syscall":"getpid","action":"errno:EACCES","when":[{"arg":0,"op":"ne","value":8}]},
+              {"syscall":"getppid","action":"trap","when":[{"arg":2,"op":"maskedEq","mask":18446744069414584335,"value":4294967297}]},
+              {"syscall":"getuid","action":"log","when":[{"arg":1,"op":"anySet","value":18446744069414584320}]},
+              {"syscall":"getgid","action":"kill_thread","when":[{"arg":3,"op":"eq","value":2,"width":32},{"arg":0,"op":"anySet","value":1}]},
+              {"syscall":"getegid","action":"errno:ENOSYS","when":[{"arg":5,"op":"ne","value":1,"width":32}]}
+            ]}}"#,
+    );
+    check_spec(&spec);
+}
+
+#[test]
+fn deny_wins_over_allow_and_rules() {
+    let spec = spec_of(
+        r#"{"syscalls":{"profile":"default","deny":["personality","read"],"allow":["read"]}}"#,
+    );
+    let nr = tables::native_nr("personality").unwrap();
+    // Denied with the default's action: no entry at all, so no allow rule.
+    assert!(!spec.entries.contains_key(&nr));
+    assert_eq!(spec.default, Action::Errno(1));
+    let e = resolve(
+        &parse(br#"{"syscalls":{"deny":["execve"]}}"#)
+            .unwrap()
+            .syscalls,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 70);
+}
+
+#[test]
+fn long_programs_use_unconditional_hops() {
+    // Alternate actions on every number: hundreds of runs, so left subtrees
+    // exceed a conditional jump's 255-instruction reach.
+    let mut entries = BTreeMap::new();
+    for nr in 0..450u32 {
+        let base = if nr % 2 == 0 {
+            Action::Allow
+        } else {
+            Action::Errno((nr % 200 + 1) as u16)
+        };
+        entries.insert(
+            nr,
+            Entry {
+                base,
+                rules: vec![],
+            },
+        );
+    }
+    let spec = Spec {
+        default: Action::Trap,
+        entries,
+    };
+    let prog = emit::build(&spec).unwrap();
+    assert!(prog.len() > 512);
+    check_spec(&spec);
+}

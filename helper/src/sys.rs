@@ -1,0 +1,221 @@
+//! Raw system calls the crates we use do not wrap, each in a tiny function
+//! returning `io::Result`. Every `unsafe` in the helper lives here.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+fn cstr(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn open_raw(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstr(path)?;
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    let fd = check(unsafe { libc::open(c.as_ptr(), flags) })?;
+    // SAFETY: `fd` was just returned by open(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An `O_PATH` fd for a Landlock rule. Opened by hand: with musl, std's
+/// custom-flags path strips O_PATH and would really open (and block on) FIFOs
+/// and devices (field notes).
+pub fn open_path(path: &Path, follow: bool) -> io::Result<OwnedFd> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    open_raw(path, libc::O_PATH | libc::O_CLOEXEC | nofollow)
+}
+
+/// Open the policy file: never follow a symlink, never block on a FIFO.
+pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
+    open_raw(
+        path,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY,
+    )
+}
+
+pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable `stat`; a bad fd yields EBADF.
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st)
+}
+
+pub fn is_dir(fd: &OwnedFd) -> io::Result<bool> {
+    Ok(fstat(fd.as_raw_fd())?.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+/// Take ownership of an inherited fd after checking that it is open.
+pub fn adopt_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    fd_flags(fd)?;
+    // SAFETY: the fd is open (F_GETFD succeeded) and the caller hands its
+    // ownership to us: nothing else in the helper uses this number.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+pub fn fd_flags(fd: RawFd) -> io::Result<libc::c_int> {
+    // SAFETY: F_GETFD only reads the fd's flags; a bad fd yields EBADF.
+    check(unsafe { libc::fcntl(fd, libc::F_GETFD) })
+}
+
+pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
+    let flags = fd_flags(fd)?;
+    // SAFETY: F_SETFD with valid flags on an fd we checked is open.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
+    Ok(())
+}
+
+/// Landlock ABI version of the running kernel; 0 or less when unavailable.
+pub fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a NULL attr and size 0 this call only reports the ABI.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        0
+    } else {
+        v as i32
+    }
+}
+
+fn prctl(op: libc::c_int, a: libc::c_ulong) -> io::Result<libc::c_int> {
+    // SAFETY: the prctl options used here take integer arguments only.
+    check(unsafe {
+        libc::prctl(
+            op,
+            a,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    })
+}
+
+pub fn set_no_new_privs() -> io::Result<()> {
+    prctl(libc::PR_SET_NO_NEW_PRIVS, 1)?;
+    Ok(())
+}
+
+pub fn no_new_privs() -> io::Result<bool> {
+    Ok(prctl(libc::PR_GET_NO_NEW_PRIVS, 0)? == 1)
+}
+
+pub fn seccomp_mode() -> io::Result<i32> {
+    prctl(libc::PR_GET_SECCOMP, 0)
+}
+
+pub fn securebits() -> io::Result<u32> {
+    Ok(prctl(libc::PR_GET_SECUREBITS, 0)? as u32)
+}
+
+pub fn set_securebits(bits: u32) -> io::Result<()> {
+    prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong)?;
+    Ok(())
+}
+
+/// Whether the kernel supports a seccomp return action.
+pub fn seccomp_action_available(action: u32) -> bool {
+    const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
+    // SAFETY: the kernel reads one u32 from a pointer to a live local.
+    unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_GET_ACTION_AVAIL,
+            0 as libc::c_uint,
+            &action as *const u32,
+        ) == 0
+    }
+}
+
+/// close_range(2); `Err` with ENOSYS/EINVAL on kernels before 5.9.
+pub fn close_range(first: u32, last: u32) -> io::Result<()> {
+    // SAFETY: closing fds has no memory-safety impact; the caller made sure
+    // no live OwnedFd in this process refers to the range.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+pub fn close(fd: RawFd) {
+    // SAFETY: as for close_range: the fd is not owned by any live object.
+    unsafe { libc::close(fd) };
+}
+
+/// write(2) the whole buffer without allocating (usable under the filter).
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a valid readable slice for its whole length.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// execve(2). Returns only on failure, with the errno.
+pub fn execve(path: &CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> i32 {
+    debug_assert!(argv.last().is_some_and(|p| p.is_null()));
+    debug_assert!(envp.last().is_some_and(|p| p.is_null()));
+    // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated
+    // arrays of pointers to NUL-terminated strings owned by the caller, alive
+    // for the duration of the call.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// access(path, X_OK) for the PATH search.
+pub fn executable(path: &CStr) -> bool {
+    // SAFETY: `path` is a valid NUL-terminated string.
+    unsafe { libc::access(path.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// Leave immediately, without running destructors or atexit handlers
+/// (which could need syscalls the filter denies).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and takes any int.
+    unsafe { libc::_exit(code) }
+}
+
+/// Restore SIGPIPE's default disposition. Rust's runtime ignores SIGPIPE,
+/// and an ignored disposition survives execve: `yes | head` inside would
+/// otherwise spin on EPIPE instead of dying as it does everywhere else.
+pub fn default_sigpipe() -> io::Result<()> {
+    // SAFETY: installing SIG_DFL for SIGPIPE runs no code of ours.
+    if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether this process is in a user namespace other than the initial one.
+pub fn in_user_namespace() -> Option<bool> {
+    let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
+    let first: Vec<&str> = map.split_whitespace().take(3).collect();
+    Some(first != ["0", "0", "4294967295"])
+}
