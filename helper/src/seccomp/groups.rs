@@ -255,3 +255,22 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod doc_tests {
+    /// docs/seccomp.md must list every group and every call in it.
+    #[test]
+    fn seccomp_doc_lists_every_group_member() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/seccomp.md"))
+            .expect("docs/seccomp.md");
+        for g in super::GROUPS {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `@{}` |", g.name)))
+                .unwrap_or_else(|| panic!("docs/seccomp.md lacks a row for @{}", g.name));
+            for c in g.calls {
+                assert!(row.contains(&format!("`{c}`")), "docs/seccomp.md: @{} lacks {c}", g.name);
+            }
+        }
+    }
+}
