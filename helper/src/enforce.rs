@@ -57,6 +57,9 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // 2. Read the policy, then compile everything that can fail — Landlock
     //    rule fds, the BPF program, argv/envp — before any side effect.
     let bytes = policy_source::read(&opts.source)?;
+    // Listed now: Landlock may hide /proc later. Rule fds opened below are
+    // close-on-exec and closed by Landlock's step anyway.
+    let inherited_fds = fds::inherited();
     let pol = policy::parse(&bytes)?;
     let mut ll = landlock::plan(&pol)?;
     let filter = seccomp::compile(&pol.syscalls, opts.report_fd)?;
@@ -87,7 +90,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // 5. Close inherited fds (after Landlock, which needed its own fds).
     let mut keep = pol.keep_fds.clone();
     keep.extend(opts.report_fd);
-    let fds_closed = fds::close_inherited(&keep)?;
+    let fds_closed = fds::close_inherited(&keep, inherited_fds)?;
 
     // 6. Drop capabilities (after the uid switch and rlimits, which need them).
     let caps = caps::drop_all()?;

@@ -7,8 +7,9 @@ use crate::sys;
 /// Highest fd number close_range accepts as "to the end".
 const FD_MAX: u32 = u32::MAX;
 
-/// Open fds above 2, from /proc/self/fd when it is mounted.
-fn listed() -> Option<Vec<i32>> {
+/// Open fds above 2, from /proc/self/fd when it is readable. Called before
+/// Landlock, which may hide /proc.
+pub fn inherited() -> Option<Vec<i32>> {
     let dir = std::fs::read_dir("/proc/self/fd").ok()?;
     let mut fds: Vec<i32> = dir
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -19,12 +20,12 @@ fn listed() -> Option<Vec<i32>> {
     Some(fds)
 }
 
-/// Returns how many fds were closed, when that could be counted.
-pub fn close_inherited(keep: &[i32]) -> Result<Option<usize>> {
+/// Close all fds above 2 but `keep`. `before` is [`inherited`]'s list, taken
+/// earlier. Returns how many fds were closed, when that could be counted.
+pub fn close_inherited(keep: &[i32], before: Option<Vec<i32>>) -> Result<Option<usize>> {
     let mut keep: Vec<u32> = keep.iter().filter(|f| **f > 2).map(|f| *f as u32).collect();
     keep.sort_unstable();
     keep.dedup();
-    let before = listed();
     let mut lo = 3u32;
     let mut ranges = Vec::new();
     for k in &keep {

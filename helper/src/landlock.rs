@@ -208,17 +208,30 @@ pub fn plan(p: &Policy) -> Result<Plan> {
     ) in p.allow.iter().enumerate()
     {
         let what = format!("filesystem.allow[{i}]");
-        if *optional && std::fs::metadata(path).is_err() && path.symlink_metadata().is_err() {
-            skipped_optional.push(path.clone());
-            continue;
-        }
-        if std::fs::metadata(path).is_err() && path.symlink_metadata().is_err() {
-            return Err(Error::Policy(format!(
-                "{what}.path: {} does not exist (mark the rule \"optional\": true if that is expected)",
-                path.display()
-            )));
-        }
-        let (fd, is_dir) = open_rule(path, true, &what)?;
+        let (fd, is_dir) = match sys::open_path(path, true) {
+            Ok(fd) => {
+                let is_dir = sys::is_dir(&fd).map_err(|e| {
+                    Error::Policy(format!("{what}: cannot stat {}: {e}", path.display()))
+                })?;
+                (fd, is_dir)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && *optional => {
+                skipped_optional.push(path.clone());
+                continue;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                return Err(Error::Policy(format!(
+                    "{what}.path: {} does not exist (mark the rule \"optional\": true if that is expected)",
+                    path.display()
+                )))
+            }
+            Err(e) => {
+                return Err(Error::Policy(format!(
+                    "{what}.path: cannot open {}: {e}",
+                    path.display()
+                )))
+            }
+        };
         if !denies.is_empty() {
             let canon = canonical(path);
             if let Some(d) = denies.iter().find(|d| canon.starts_with(d)) {

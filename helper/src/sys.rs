@@ -219,3 +219,45 @@ pub fn in_user_namespace() -> Option<bool> {
     let first: Vec<&str> = map.split_whitespace().take(3).collect();
     Some(first != ["0", "0", "4294967295"])
 }
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+/// Clear the effective, permitted and inheritable sets in one capset(2).
+pub fn capset_empty() -> io::Result<()> {
+    let hdr = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    // SAFETY: `hdr` and the two-element `data` array (v3 layout) are valid
+    // for the kernel to read; capset does not write through them.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &hdr as *const CapHeader, data.as_ptr()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Drop one capability from the bounding set. EINVAL means the kernel does
+/// not know that capability, which is as good as dropped.
+pub fn capbset_drop(cap: u8) -> io::Result<()> {
+    match prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        Err(e) => Err(e),
+    }
+}

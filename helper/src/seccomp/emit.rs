@@ -174,60 +174,112 @@ enum Leaf {
 }
 
 /// Runs of consecutive numbers with the same leaf, as (first number, leaf),
-/// covering 0..=u32::MAX.
+/// covering 0..=u32::MAX. Walks the entries in order (no per-number lookups).
 fn runs(spec: &Spec) -> Vec<(u32, Leaf)> {
-    let leaf = |nr: u32| match spec.entries.get(&nr) {
-        None => Leaf::Ret(spec.default),
-        Some(e) if e.rules.is_empty() => Leaf::Ret(e.base),
-        Some(_) => Leaf::Block(nr),
-    };
-    let max = spec.entries.keys().next_back().copied().unwrap_or(0);
-    let mut out: Vec<(u32, Leaf)> = Vec::new();
-    for nr in 0..=max.saturating_add(1) {
-        let l = leaf(nr);
+    let mut out: Vec<(u32, Leaf)> = Vec::with_capacity(2 * spec.entries.len() + 1);
+    let mut push = |nr: u32, l: Leaf| {
         if out.last().map(|(_, x)| *x) != Some(l) {
             out.push((nr, l));
         }
+    };
+    let mut next = 0u32;
+    for (nr, e) in &spec.entries {
+        if *nr > next {
+            push(next, Leaf::Ret(spec.default));
+        }
+        let l = if e.rules.is_empty() {
+            Leaf::Ret(e.base)
+        } else {
+            Leaf::Block(*nr)
+        };
+        push(*nr, l);
+        next = nr.saturating_add(1);
+    }
+    if spec.entries.is_empty() || next != 0 {
+        push(next, Leaf::Ret(spec.default));
     }
     out
 }
 
-fn tree(runs: &[(u32, Leaf)], spec: &Spec) -> Result<Vec<sock_filter>, String> {
-    if let [(_, leaf)] = runs {
-        return match leaf {
-            Leaf::Ret(a) => Ok(vec![ret(*a)]),
-            Leaf::Block(nr) => block(&spec.entries[nr]),
-        };
-    }
-    let m = runs.len() / 2;
-    let left = tree(&runs[..m], spec)?;
-    let right = tree(&runs[m..], spec)?;
-    let pivot = runs[m].0;
-    let mut out = Vec::with_capacity(left.len() + right.len() + 2);
-    match u8::try_from(left.len()) {
-        Ok(skip) => out.push(ins(JGE_K, skip, 0, pivot)),
-        Err(_) => {
-            // Conditional jumps reach 255 instructions; hop over a long left
-            // subtree with an unconditional jump.
-            out.push(ins(JGE_K, 0, 1, pivot));
-            out.push(ins(JMP_JA, 0, 0, left.len() as u32));
+/// The binary search tree over runs, emitted in one pass into one buffer.
+/// Subtree sizes are known up front, so each comparison is written with its
+/// final jump offset.
+struct Tree<'a> {
+    runs: &'a [(u32, Leaf)],
+    blocks: Vec<Vec<sock_filter>>,
+    /// Emitted size of each run's leaf.
+    leaf_len: Vec<usize>,
+}
+
+impl Tree<'_> {
+    fn size(&self, lo: usize, hi: usize) -> usize {
+        if hi - lo == 1 {
+            return self.leaf_len[lo];
         }
+        let m = lo + (hi - lo) / 2;
+        let left = self.size(lo, m);
+        let hop = usize::from(left > 255);
+        1 + hop + left + self.size(m, hi)
     }
-    out.extend(left);
-    out.extend(right);
-    Ok(out)
+
+    fn emit(&self, lo: usize, hi: usize, out: &mut Vec<sock_filter>) {
+        if hi - lo == 1 {
+            match self.runs[lo].1 {
+                Leaf::Ret(a) => out.push(ret(a)),
+                Leaf::Block(_) => out.extend_from_slice(&self.blocks[lo]),
+            }
+            return;
+        }
+        let m = lo + (hi - lo) / 2;
+        let left = self.size(lo, m);
+        let pivot = self.runs[m].0;
+        match u8::try_from(left) {
+            Ok(skip) => out.push(ins(JGE_K, skip, 0, pivot)),
+            Err(_) => {
+                // Conditional jumps reach 255 instructions; hop over a long
+                // left subtree with an unconditional jump.
+                out.push(ins(JGE_K, 0, 1, pivot));
+                out.push(ins(JMP_JA, 0, 0, left as u32));
+            }
+        }
+        self.emit(lo, m, out);
+        self.emit(m, hi, out);
+    }
 }
 
 /// The program installed by the helper.
 pub fn build(spec: &Spec) -> Result<Vec<sock_filter>, String> {
+    let runs = runs(spec);
+    let mut blocks = Vec::with_capacity(runs.len());
+    let mut leaf_len = Vec::with_capacity(runs.len());
+    for (_, leaf) in &runs {
+        match leaf {
+            Leaf::Ret(_) => {
+                blocks.push(Vec::new());
+                leaf_len.push(1);
+            }
+            Leaf::Block(nr) => {
+                let b = block(&spec.entries[nr])?;
+                leaf_len.push(b.len());
+                blocks.push(b);
+            }
+        }
+    }
+    let tree = Tree {
+        runs: &runs,
+        blocks,
+        leaf_len,
+    };
     let mut prog = preamble();
-    prog.extend(tree(&runs(spec), spec)?);
-    if prog.len() > MAX_PROGRAM {
+    let total = prog.len() + tree.size(0, runs.len());
+    if total > MAX_PROGRAM {
         return Err(format!(
-            "seccomp program has {} instructions, more than the kernel's {MAX_PROGRAM}",
-            prog.len()
+            "seccomp program has {total} instructions, more than the kernel's {MAX_PROGRAM}"
         ));
     }
+    prog.reserve_exact(total - prog.len());
+    tree.emit(0, runs.len(), &mut prog);
+    debug_assert_eq!(prog.len(), total);
     Ok(prog)
 }
 

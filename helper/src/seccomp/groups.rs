@@ -194,6 +194,15 @@ pub const DEFAULT_ALLOW: &[&str] = &[
 /// Pseudo-group: everything the default profile refuses on purpose.
 const PRIVILEGED: &[&str] = &["mount", "namespaces", "debug", "kernel", "clock"];
 
+/// The calls of one plain group (not `@privileged`/`@default`); empty if unknown.
+pub fn group_calls(name: &str) -> &'static [&'static str] {
+    GROUPS
+        .iter()
+        .find(|g| g.name == name)
+        .map(|g| g.calls)
+        .unwrap_or(&[])
+}
+
 pub fn group(name: &str) -> Option<Vec<&'static str>> {
     if name == "privileged" {
         return Some(PRIVILEGED.iter().flat_map(|g| group(g).unwrap()).collect());
@@ -261,15 +270,20 @@ mod doc_tests {
     /// docs/seccomp.md must list every group and every call in it.
     #[test]
     fn seccomp_doc_lists_every_group_member() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/seccomp.md"))
-            .expect("docs/seccomp.md");
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/seccomp.md"))
+                .expect("docs/seccomp.md");
         for g in super::GROUPS {
             let row = doc
                 .lines()
                 .find(|l| l.starts_with(&format!("| `@{}` |", g.name)))
                 .unwrap_or_else(|| panic!("docs/seccomp.md lacks a row for @{}", g.name));
             for c in g.calls {
-                assert!(row.contains(&format!("`{c}`")), "docs/seccomp.md: @{} lacks {c}", g.name);
+                assert!(
+                    row.contains(&format!("`{c}`")),
+                    "docs/seccomp.md: @{} lacks {c}",
+                    g.name
+                );
             }
         }
     }

@@ -68,44 +68,47 @@ pub fn default_action(s: &Syscalls) -> Action {
     Action::Allow
 }
 
-fn set_base(entries: &mut BTreeMap<u32, Entry>, default: Action, name: &str, action: Action) {
-    if let Some(nr) = tables::native_nr(name) {
-        entries
-            .entry(nr)
-            .or_insert(Entry {
-                base: default,
-                rules: Vec::new(),
-            })
-            .base = action;
-    }
+/// Entries indexed by syscall number while resolving: O(1) updates for the
+/// ~300 names of the default profile (a map here cost more than the rest).
+struct Dense {
+    default: Action,
+    slots: Vec<Option<Entry>>,
 }
 
-fn add_rule(
-    entries: &mut BTreeMap<u32, Entry>,
-    default: Action,
-    name: &str,
-    when: Vec<ArgCond>,
-    action: Action,
-) {
-    if let Some(nr) = tables::native_nr(name) {
-        entries
-            .entry(nr)
-            .or_insert(Entry {
-                base: default,
-                rules: Vec::new(),
-            })
-            .rules
-            .push((when, action));
+impl Dense {
+    fn new(default: Action) -> Self {
+        Dense {
+            default,
+            slots: vec![None; tables::NATIVE_MAX_NR as usize + 1],
+        }
+    }
+
+    fn entry(&mut self, nr: u32) -> &mut Entry {
+        let default = self.default;
+        self.slots[nr as usize].get_or_insert_with(|| Entry {
+            base: default,
+            rules: Vec::new(),
+        })
+    }
+
+    fn set_base(&mut self, name: &str, action: Action) {
+        if let Some(nr) = tables::native_nr(name) {
+            self.entry(nr).base = action;
+        }
+    }
+
+    fn add_rule(&mut self, name: &str, when: Vec<ArgCond>, action: Action) {
+        if let Some(nr) = tables::native_nr(name) {
+            self.entry(nr).rules.push((when, action));
+        }
     }
 }
 
 /// The built-in default profile's argument rules.
-fn default_rules(entries: &mut BTreeMap<u32, Entry>, default: Action) {
+fn default_rules(d: &mut Dense) {
     // No namespace creation through clone; clone3 hides its flags in memory
     // that BPF cannot read, so it reports ENOSYS and libc falls back to clone.
-    add_rule(
-        entries,
-        default,
+    d.add_rule(
         "clone",
         vec![ArgCond {
             arg: 0,
@@ -115,87 +118,69 @@ fn default_rules(entries: &mut BTreeMap<u32, Entry>, default: Action) {
         }],
         EPERM,
     );
-    set_base(
-        entries,
-        default,
-        "clone3",
-        Action::Errno(libc::ENOSYS as u16),
-    );
+    d.set_base("clone3", Action::Errno(libc::ENOSYS as u16));
     // Injecting input into, or reconfiguring, the controlling terminal.
     // The request is an unsigned int: compare 32 bits so high bits cannot
     // smuggle it past the rule.
     for req in [TIOCSTI, TIOCLINUX] {
-        add_rule(entries, default, "ioctl", eq32(1, req), EPERM);
+        d.add_rule("ioctl", eq32(1, req), EPERM);
     }
     // Kernel crypto and VM sockets: large attack surface, no use here.
     for dom in [AF_ALG, AF_VSOCK] {
-        add_rule(entries, default, "socket", eq32(0, dom), EPERM);
+        d.add_rule("socket", eq32(0, dom), EPERM);
     }
     // personality: only query and the plain Linux personalities; no
     // ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC.
     for p in [0u64, 8, 0xffff_ffff] {
-        add_rule(entries, default, "personality", eq32(0, p), Action::Allow);
+        d.add_rule("personality", eq32(0, p), Action::Allow);
     }
-    set_base(entries, default, "personality", EPERM);
+    d.set_base("personality", EPERM);
 }
 
 /// Resolve the policy into a spec. `report_fd` is kept writable for the
 /// report even when `write` is otherwise denied.
 pub fn resolve(s: &Syscalls, report_fd: Option<i32>) -> Result<Spec> {
     let default = default_action(s);
-    let mut entries = BTreeMap::new();
+    let mut d = Dense::new(default);
     if s.effective_profile() == Some(Profile::Default) {
-        for name in groups::group("default").unwrap_or_default() {
-            set_base(&mut entries, default, name, Action::Allow);
+        for g in groups::DEFAULT_ALLOW {
+            for name in groups::group_calls(g) {
+                d.set_base(name, Action::Allow);
+            }
         }
-        default_rules(&mut entries, default);
+        default_rules(&mut d);
     }
     for name in groups::expand(&s.allow) {
-        set_base(&mut entries, default, name, Action::Allow);
+        d.set_base(name, Action::Allow);
     }
     // Policy rules go before the profile's so they can refine them.
     for r in s.rules.iter().rev() {
         if let Some(nr) = tables::native_nr(&r.syscall) {
-            entries
-                .entry(nr)
-                .or_insert(Entry {
-                    base: default,
-                    rules: Vec::new(),
-                })
-                .rules
-                .insert(0, (r.when.clone(), r.action));
+            d.entry(nr).rules.insert(0, (r.when.clone(), r.action));
         }
     }
     let deny_action = s.deny_action.unwrap_or(EPERM);
-    let denied = groups::expand(&s.deny);
-    for name in &denied {
-        if *name == "execve" || *name == "exit_group" {
+    for name in groups::expand(&s.deny) {
+        if name == "execve" || name == "exit_group" {
             return Err(Error::Policy(format!(
                 "syscalls.deny: {name} cannot be denied: the helper needs it to start the command (deny it in the command's own sandbox instead)"
             )));
         }
         if let Some(nr) = tables::native_nr(name) {
             // Deny wins over allow and over any rule that would allow.
-            entries.insert(
-                nr,
-                Entry {
-                    base: deny_action,
-                    rules: Vec::new(),
-                },
-            );
+            d.slots[nr as usize] = Some(Entry {
+                base: deny_action,
+                rules: Vec::new(),
+            });
         }
     }
     // What the helper itself needs after the filter is installed: execve to
     // start the command, exit_group to report an exec failure, write to fd 2
     // (the failure message) and the report fd.
-    for name in ["execve", "exit_group"] {
-        set_base(&mut entries, default, name, Action::Allow);
-    }
+    d.set_base("execve", Action::Allow);
+    d.set_base("exit_group", Action::Allow);
     if let Some(nr) = tables::native_nr("write") {
-        let e = entries.entry(nr).or_insert(Entry {
-            base: default,
-            rules: Vec::new(),
-        });
+        let e = d.entry(nr);
         if e.base != Action::Allow {
             let mut fds = vec![2];
             fds.extend(report_fd);
@@ -205,7 +190,13 @@ pub fn resolve(s: &Syscalls, report_fd: Option<i32>) -> Result<Spec> {
         }
     }
     // Entries identical to the default add nothing but instructions.
-    entries.retain(|_, e| !(e.rules.is_empty() && e.base == default));
+    let entries = d
+        .slots
+        .into_iter()
+        .enumerate()
+        .filter_map(|(nr, e)| e.map(|e| (nr as u32, e)))
+        .filter(|(_, e)| !(e.rules.is_empty() && e.base == default))
+        .collect();
     Ok(Spec { default, entries })
 }
 

@@ -1,0 +1,1 @@
+//! See the binaries in src/bin: used by scripts/bench only.

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Summarize a scripts/bench result directory: summary.md (medians and
+ratios) and startup.svg (a bar chart of startup medians, no dependencies).
+A full run also copies the chart to docs/bench-startup.svg."""
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+
+out, quick = sys.argv[1], sys.argv[2] == "1"
+
+
+def medians(name):
+    path = os.path.join(out, name + ".json")
+    if not os.path.exists(path):
+        return {}
+    res = json.load(open(path))["results"]
+    return {r["command"]: r["median"] * 1000 for r in res}  # ms
+
+
+def lines(name):
+    path = os.path.join(out, name)
+    return open(path).read().split("\n") if os.path.exists(path) else []
+
+
+md = []
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+md.append(f"Machine: {cpu}, {os.cpu_count()} cores, kernel {platform.release()}; "
+          f"{'QUICK run (not for comparison)' if quick else 'full run'}.")
+md.append("")
+
+s = medians("startup")
+if s:
+    bare = s.get("bare")
+    md += ["### Startup (median, ms)", "", "| configuration | median ms | over bare ms | × bare | × bwrap |", "|---|---|---|---|---|"]
+    for k, v in s.items():
+        over = v - bare
+        xb = v / bare
+        xw = f"{v / s['bwrap']:.2f}" if "bwrap" in s else "-"
+        md.append(f"| {k} | {v:.3f} | {over:+.3f} | {xb:.2f} | {xw} |")
+    md.append("")
+
+d = medians("dd")
+if d:
+    md += ["### dd bs=1 (median, ms)", "", "| configuration | median ms | × bare | × allow-all |", "|---|---|---|---|"]
+    for k, v in d.items():
+        md.append(f"| {k} | {v:.1f} | {v / d['dd-bare']:.3f} | {v / d['dd-allowall']:.3f} |")
+    md.append("")
+
+loop = {}
+for l in lines("sysloop.txt"):
+    p = l.split()
+    if len(p) >= 3:
+        loop.setdefault((p[1], p[0]), []).append(float(p[2]))
+if loop:
+    md += ["### Syscall loop (ns per call, median of 3)", "", "| call | bare | allow-all filter | default profile | default − allow-all |", "|---|---|---|---|---|"]
+    for call in ("getppid", "ioctl", "denied"):
+        b = statistics.median(loop.get((call, "bare"), [0]))
+        a = statistics.median(loop.get((call, "allowall"), [0]))
+        dft = statistics.median(loop.get((call, "default"), [0]))
+        md.append(f"| {call} | {b:.1f} | {a:.1f} | {dft:.1f} | {dft - a:+.1f} |")
+    md.append("")
+
+md += ["### Filter shape", "", "| policy | instructions | worst-case evaluated | rules | build µs | attach µs |", "|---|---|---|---|---|---|"]
+for name in ("filter-default", "filter-50", "filter-300"):
+    p = os.path.join(out, name + ".json")
+    if os.path.exists(p):
+        f = json.load(open(p))
+        md.append(f"| {name[7:]} | {f['instructions']} | {f['worst_case_instructions']} | {f['rules']} | {f['build_us']:.1f} | {f['attach_us']:.1f} |")
+md.append("")
+
+tp = {}
+for l in lines("throughput.txt"):
+    p = l.split()
+    if len(p) == 3:
+        tp[(p[0], p[1])] = float(p[2])
+if tp:
+    md += ["### Throughput (runs/s)", "", "| concurrency | cordon | bwrap | cordon / bwrap |", "|---|---|---|---|"]
+    for c in ("1", "2", "8"):
+        if ("cordon", c) in tp and ("bwrap", c) in tp:
+            md.append(f"| {c} | {tp[('cordon', c)]:.1f} | {tp[('bwrap', c)]:.1f} | {tp[('cordon', c)] / tp[('bwrap', c)]:.2f} |")
+    md.append("")
+
+scale = {}
+for n in ("ws-10", "ws-10000", "ws-100000", "ws-20000"):
+    scale.update(medians(n))
+scale.update(medians("rules"))
+scale.update(medians("syscalls"))
+if scale:
+    md += ["### Scale (median, ms)", "", "| case | median ms |", "|---|---|"]
+    for k, v in scale.items():
+        md.append(f"| {k} | {v:.3f} |")
+    md.append("")
+
+mem = dict(l.split() for l in lines("memory.txt") if len(l.split()) == 2)
+if mem:
+    md += ["### Memory and size", "", "| what | value |", "|---|---|"]
+    for k, v in mem.items():
+        if k.endswith("_kib"):
+            md.append(f"| {k[:-4]} peak RSS | {int(v) / 1024:.2f} MiB |")
+        else:
+            md.append(f"| {k[:-6]} binary (stripped) | {int(v) / 1024:.0f} KiB |")
+    md.append("")
+
+open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+
+# Bar chart of startup medians.
+if s:
+    w, bar_h, gap, left = 640, 26, 10, 120
+    h = len(s) * (bar_h + gap) + 50
+    mx = max(s.values())
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="13">',
+             f'<text x="10" y="20" font-weight="bold">Startup, median ms ({"quick" if quick else "full"} run)</text>']
+    for i, (k, v) in enumerate(s.items()):
+        y = 35 + i * (bar_h + gap)
+        bw = (w - left - 90) * v / mx
+        parts.append(f'<text x="10" y="{y + 18}">{k}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{bw:.1f}" height="{bar_h}" fill="#4a7ab5"/>')
+        parts.append(f'<text x="{left + bw + 6:.1f}" y="{y + 18}">{v:.2f} ms</text>')
+    parts.append("</svg>")
+    svg = "\n".join(parts) + "\n"
+    open(os.path.join(out, "startup.svg"), "w").write(svg)
+    if not quick:
+        shutil.copy(os.path.join(out, "startup.svg"), os.path.join(os.path.dirname(__file__), "..", "docs", "bench-startup.svg"))
