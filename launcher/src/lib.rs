@@ -1,1 +1,23 @@
-pub fn placeholder() {}
+//! cordon's outer layer: plans a bubblewrap invocation with `cordon-helper`
+//! inside it, runs it, and reports what was actually enforced.
+//!
+//! - [`plan`]: the pure planner (argv, helper policy, environment);
+//! - [`policy`]: profiles, config files, the helper policy JSON;
+//! - [`paths`]: path validation against injectable filesystem facts;
+//! - [`runner`]: spawn, fds, timeouts, signals, capture;
+//! - [`probe`]: the preflight sandbox and its cache;
+//! - [`helper_bin`]: helper discovery and integrity checks;
+//! - [`doctor`], [`cli`]: the `cordon` command.
+
+pub mod error;
+pub mod paths;
+pub mod plan;
+pub mod policy;
+
+pub use error::{Error, Result};
+pub mod cli;
+pub mod doctor;
+pub mod helper_bin;
+pub mod probe;
+pub mod runner;
+mod sys;

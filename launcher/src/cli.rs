@@ -1,0 +1,647 @@
+//! The `cordon` command line: run, explain, exec-json, doctor.
+
+use crate::error::{exit, Error, Result};
+use crate::helper_bin::{self, Helper};
+use crate::plan::{self, EnvArg, Host, Layers, Options, Plan, ProcStrategy};
+use crate::policy::{Config, Network, Profile, ProfileDef};
+use crate::runner::{self, Input, RunConfig, SandboxResult};
+use crate::{doctor, paths, probe, sys};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const USAGE: &str = "usage:
+  cordon run     [OPTIONS] -- CMD [ARGS...]   run CMD sandboxed; exit with its status
+  cordon explain [OPTIONS] -- CMD [ARGS...]   print the bwrap argv and helper policy, run nothing
+  cordon exec-json                            read a JSON request on stdin, write the JSON result
+  cordon doctor [--json]                      check the host; each line PASS/FAIL with a fix
+options:
+  --profile P  --config FILE  --workspace DIR  --cwd DIR
+  --rw PATH  --ro PATH  --hide PATH  (repeatable)
+  --network none|host  --env NAME[=VALUE]  --allow-env-injection NAME
+  --timeout SECS  --json  --layers both|outer|inner  --uid N
+  --allow-degraded outer|inner  --helper-sha256 HEX  --cache-root DIR  --output-cap BYTES
+exit codes: the command's status; 128+N killed by signal N; 124 timeout;
+  125 launcher/setup error; 126 not executable; 127 not found (docs/launcher.md)";
+
+#[derive(Debug, Default)]
+pub struct Args {
+    pub profile: Option<String>,
+    pub config: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub rw: Vec<PathBuf>,
+    pub ro: Vec<PathBuf>,
+    pub hide: Vec<PathBuf>,
+    pub network: Option<Network>,
+    pub env: Vec<EnvArg>,
+    pub allow_injection: Vec<String>,
+    pub timeout: Option<u64>,
+    pub json: bool,
+    pub layers: Option<Layers>,
+    pub uid: Option<u32>,
+    pub degrade_outer: bool,
+    pub degrade_inner: bool,
+    pub helper_sha256: Option<String>,
+    pub cache_root: Option<PathBuf>,
+    pub output_cap: Option<usize>,
+    pub command: Vec<String>,
+}
+
+fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| Error::Usage(format!("{flag}: not a number: {v:?}")))
+}
+
+pub fn parse_args(argv: &[String]) -> Result<Args> {
+    let mut a = Args::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let f = argv[i].as_str();
+        if f == "--" {
+            a.command = argv[i + 1..].to_vec();
+            break;
+        }
+        let flag_only = matches!(f, "--json");
+        if flag_only {
+            a.json = true;
+            i += 1;
+            continue;
+        }
+        if !f.starts_with("--") {
+            // No `--`: the command starts at the first non-option.
+            a.command = argv[i..].to_vec();
+            break;
+        }
+        let v = argv
+            .get(i + 1)
+            .ok_or_else(|| Error::Usage(format!("{f} needs a value")))?;
+        match f {
+            "--profile" => a.profile = Some(v.clone()),
+            "--config" => a.config = Some(v.into()),
+            "--workspace" => a.workspace = Some(v.into()),
+            "--cwd" => a.cwd = Some(v.into()),
+            "--rw" => a.rw.push(v.into()),
+            "--ro" => a.ro.push(v.into()),
+            "--hide" => a.hide.push(v.into()),
+            "--network" => a.network = Some(v.parse()?),
+            "--env" => a.env.push(EnvArg::parse(v)),
+            "--allow-env-injection" => a.allow_injection.push(v.clone()),
+            "--timeout" => a.timeout = Some(num(f, v)?),
+            "--layers" => a.layers = Some(v.parse()?),
+            "--uid" => a.uid = Some(num(f, v)?),
+            "--allow-degraded" => match v.as_str() {
+                "outer" => a.degrade_outer = true,
+                "inner" => a.degrade_inner = true,
+                _ => {
+                    return Err(Error::Usage(
+                        "--allow-degraded: expected outer|inner".into(),
+                    ))
+                }
+            },
+            "--helper-sha256" => a.helper_sha256 = Some(v.clone()),
+            "--cache-root" => a.cache_root = Some(v.into()),
+            "--output-cap" => a.output_cap = Some(num(f, v)?),
+            _ => return Err(Error::Usage(format!("unknown option {f}"))),
+        }
+        i += 2;
+    }
+    Ok(a)
+}
+
+fn env_map() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let cwd = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
+    Ok(cwd.join(p))
+}
+
+fn gid_of(uid: u32) -> Option<u32> {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.gid.as_raw())
+}
+
+/// Home directories whose credential dirs are hidden: the caller's, the
+/// launcher user's, root's, and every directory in /home.
+fn homes(env: &BTreeMap<String, String>, euid: u32) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    if let Some(h) = env.get("HOME").filter(|h| h.starts_with('/')) {
+        v.push(h.into());
+    }
+    if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid)) {
+        v.push(u.dir);
+    }
+    v.push("/root".into());
+    if let Ok(rd) = std::fs::read_dir("/home") {
+        for e in rd.flatten() {
+            v.push(e.path());
+        }
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    for h in v {
+        // Hide under the real path too (a symlinked $HOME).
+        let real = std::fs::canonicalize(&h).unwrap_or(h.clone());
+        for p in [h, real] {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Everything resolved before running: the plan and the verified helper.
+pub struct Prepared {
+    pub plan: Plan,
+    pub helper: Option<Helper>,
+    pub degraded: Vec<String>,
+    pub probe_cached: Option<bool>,
+}
+
+pub fn load_profile(args: &Args, inline: Option<ProfileDef>) -> Result<Profile> {
+    let mut cfg = match &args.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let name = args.profile.clone().unwrap_or_else(|| "default".into());
+    if let Some(def) = inline {
+        let mut def = def;
+        if def.extends.is_none() {
+            def.extends = Some(name.clone());
+        }
+        cfg.profiles.insert("inline".into(), def);
+        return cfg.resolve("inline");
+    }
+    cfg.resolve(&name)
+}
+
+pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepared> {
+    if args.command.is_empty() {
+        return Err(Error::Usage(
+            "no command given (cordon run [OPTIONS] -- CMD ...)".into(),
+        ));
+    }
+    let env = env_map();
+    let euid = sys::geteuid();
+    let workspace = match &args.workspace {
+        Some(w) => absolute(w)?,
+        None => std::env::current_dir().map_err(|e| Error::io("current directory", e))?,
+    };
+    let mut opts = Options::new(args.command.clone(), workspace);
+    opts.cwd = args.cwd.as_deref().map(absolute).transpose()?;
+    opts.rw = args.rw.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
+    opts.ro = args.ro.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
+    opts.hide = args
+        .hide
+        .iter()
+        .map(|p| absolute(p))
+        .collect::<Result<_>>()?;
+    opts.network = args.network;
+    opts.env = args.env.clone();
+    opts.allow_injection = args.allow_injection.clone();
+    opts.timeout = args.timeout;
+    opts.layers = args.layers.unwrap_or(Layers::Both);
+    opts.uid = args.uid;
+    opts.degrade_outer = args.degrade_outer;
+    opts.degrade_inner = args.degrade_inner;
+    opts.cache_root = args.cache_root.as_deref().map(absolute).transpose()?;
+
+    let mut degraded = Vec::new();
+    let bwrap = if opts.layers == Layers::Inner {
+        PathBuf::from("bwrap")
+    } else {
+        match probe::find_bwrap(
+            env.get("CORDON_BWRAP").map(String::as_str),
+            env.get("PATH").map(String::as_str),
+        ) {
+            Ok(b) => b,
+            Err(e) if args.degrade_outer && opts.layers == Layers::Both => {
+                degraded.push(format!("outer layer unavailable ({e}); running the helper alone (--allow-degraded outer)"));
+                opts.layers = Layers::Inner;
+                PathBuf::from("bwrap")
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let helper = if opts.layers == Layers::Outer {
+        None
+    } else {
+        let exe = std::env::current_exe().ok();
+        let p = helper_bin::discover(
+            env.get("CORDON_HELPER").map(String::as_str),
+            exe.as_deref(),
+            env.get("PATH").map(String::as_str),
+        )?;
+        let want = args
+            .helper_sha256
+            .clone()
+            .or_else(|| env.get("CORDON_HELPER_SHA256").cloned());
+        Some(helper_bin::verify(&p, want.as_deref())?)
+    };
+    let mut host = Host {
+        euid,
+        egid: sys::getegid(),
+        env: env.clone(),
+        homes: homes(&env, euid),
+        bwrap: bwrap.clone(),
+        proc: ProcStrategy::Fresh,
+        gid_of,
+    };
+    let mut plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+    let mut probe_cached = None;
+    if probe_it && plan.layers != Layers::Inner {
+        let h = match &helper {
+            Some(h) => h,
+            // Outer-only still runs the preflight, with the helper if one is found.
+            None => {
+                return Ok(Prepared {
+                    plan,
+                    helper,
+                    degraded,
+                    probe_cached,
+                })
+            }
+        };
+        let outcome = probe::preflight(&probe::ProbeInput {
+            bwrap: &bwrap,
+            helper: h,
+            uid: plan.uid,
+            gid: plan.gid,
+            switch: plan.switch_to,
+            allow_degraded_outer: args.degrade_outer,
+            cache_dir: probe::cache_dir(&env, euid),
+        });
+        match outcome {
+            Ok(o) => {
+                probe_cached = Some(o.cached);
+                if o.proc != ProcStrategy::Fresh {
+                    host.proc = o.proc;
+                    plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+                    degraded.push("outer: fresh /proc refused; using an empty tmpfs /proc (--allow-degraded outer)".into());
+                }
+            }
+            Err(e @ Error::UserNamespacesRefused { .. })
+                if args.degrade_outer && plan.layers == Layers::Both =>
+            {
+                degraded.push(format!("outer layer unavailable ({e}); running the helper alone (--allow-degraded outer)"));
+                opts.layers = Layers::Inner;
+                plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Prepared {
+        plan,
+        helper,
+        degraded,
+        probe_cached,
+    })
+}
+
+/// Print one line on stdout; a closed stdout is not worth a panic.
+fn out_line(s: &str) {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{s}");
+    let _ = o.flush();
+}
+
+fn print_err(e: &Error) {
+    eprintln!("cordon: error: {e}");
+}
+
+fn result_json(r: &SandboxResult, p: &Prepared) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+    v["ok"] = json!(true);
+    v["layers"] = json!(p.plan.layers);
+    v["profile"] = json!(p.plan.profile);
+    if let Some(h) = &p.helper {
+        v["helper"] = json!({"path": h.path, "sha256": h.sha256, "hash_source": h.hash_source});
+    }
+    let mut deg: Vec<String> = p.degraded.clone();
+    deg.extend(r.degraded.iter().cloned());
+    v["degraded"] = json!(deg);
+    v
+}
+
+fn error_json(e: &Error) -> Value {
+    json!({"ok": false, "error": {"kind": e.kind(), "message": e.to_string()}, "exit_code": e.exit_code()})
+}
+
+/// The exit status the launcher returns for a finished sandbox.
+pub fn exit_status(r: &SandboxResult) -> i32 {
+    if r.timed_out {
+        return exit::TIMEOUT;
+    }
+    if let Some(s) = r.interrupted {
+        return 128 + s;
+    }
+    if let Some(c) = r.exit_code {
+        return c;
+    }
+    128 + r.signal.unwrap_or(0)
+}
+
+fn cmd_run(argv: &[String]) -> i32 {
+    let args = match parse_args(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            print_err(&e);
+            return e.exit_code();
+        }
+    };
+    let json_out = args.json;
+    let fail = |e: Error| {
+        if json_out {
+            out_line(&error_json(&e).to_string());
+        } else {
+            print_err(&e);
+        }
+        e.exit_code()
+    };
+    if let Err(e) = runner::install_handlers() {
+        return fail(e);
+    }
+    let profile = match load_profile(&args, None) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let prep = match prepare(&args, &profile, true) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    if !json_out {
+        for d in &prep.degraded {
+            eprintln!("cordon: DEGRADED: {d}");
+        }
+        match prep.plan.layers {
+            Layers::Outer => eprintln!("cordon: DIAGNOSTIC layers=outer: bwrap only, no helper (no Landlock/seccomp from cordon)"),
+            Layers::Inner => eprintln!("cordon: DIAGNOSTIC layers=inner: helper only, no bwrap (no namespaces or mount isolation)"),
+            Layers::Both => {}
+        }
+    }
+    let cfg = RunConfig {
+        capture: json_out,
+        stdin: Input::Inherit,
+        cap_bytes: args.output_cap.unwrap_or(runner::DEFAULT_CAP),
+    };
+    match runner::run(&prep.plan, prep.helper.as_ref(), &cfg) {
+        Ok(r) => {
+            if json_out {
+                out_line(&result_json(&r, &prep).to_string());
+            } else if r.timed_out {
+                eprintln!(
+                    "cordon: timed out after {}s; sandbox killed",
+                    prep.plan.timeout.unwrap_or(0)
+                );
+            }
+            exit_status(&r)
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-=:,+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn cmd_explain(argv: &[String]) -> i32 {
+    let r = (|| -> Result<(Prepared, bool)> {
+        let args = parse_args(argv)?;
+        let profile = load_profile(&args, None)?;
+        Ok((prepare(&args, &profile, false)?, args.json))
+    })();
+    let (prep, json_out) = match r {
+        Ok(x) => x,
+        Err(e) => {
+            print_err(&e);
+            return e.exit_code();
+        }
+    };
+    let p = &prep.plan;
+    let env_names: Vec<&str> = p.env.iter().map(|(k, _)| k.as_str()).collect();
+    if json_out {
+        let v = json!({
+            "layers": p.layers, "profile": p.profile, "bwrap_argv": p.bwrap_argv,
+            "inner_argv": p.inner_argv, "helper_policy": p.helper_policy,
+            "env_names": env_names, "uid": p.uid, "gid": p.gid, "cwd": p.cwd,
+            "timeout": p.timeout, "notes": p.notes,
+            "fds": p.fds.iter().map(|(n, r)| json!({"fd": n, "role": format!("{r:?}").to_lowercase()})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
+    }
+    println!(
+        "# layers: {:?}   profile: {}   uid: {} gid: {}",
+        p.layers, p.profile, p.uid, p.gid
+    );
+    println!("# environment (names only): {}", env_names.join(" "));
+    for n in &p.notes {
+        println!("# note: {n}");
+    }
+    let argv = p.exec_argv();
+    let mut line = String::new();
+    for a in argv {
+        if a.starts_with("--") && !line.is_empty() {
+            println!("{line} \\");
+            line = format!("  {}", shell_quote(a));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&shell_quote(a));
+        }
+    }
+    println!("{line}");
+    if let Some(pol) = &p.helper_policy {
+        println!("# helper policy ({}):", plan::POLICY_PATH);
+        println!("{}", serde_json::to_string_pretty(pol).unwrap_or_default());
+    }
+    0
+}
+
+/// exec-json: one JSON request on stdin, one JSON result on stdout.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    cwd: Option<PathBuf>,
+    workspace: Option<PathBuf>,
+    #[serde(default)]
+    env: BTreeMap<String, Option<String>>,
+    profile: Option<String>,
+    policy: Option<ProfileDef>,
+    config: Option<PathBuf>,
+    timeout: Option<u64>,
+    stdin: Option<String>,
+    network: Option<Network>,
+    layers: Option<Layers>,
+    max_output: Option<usize>,
+    #[serde(default)]
+    rw: Vec<PathBuf>,
+    #[serde(default)]
+    ro: Vec<PathBuf>,
+    #[serde(default)]
+    hide: Vec<PathBuf>,
+    uid: Option<u32>,
+    helper_sha256: Option<String>,
+}
+
+fn cmd_exec_json() -> i32 {
+    let r = (|| -> Result<(SandboxResult, Prepared)> {
+        runner::install_handlers()?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut text)
+            .map_err(|e| Error::io("read request", e))?;
+        let req: Request = serde_json::from_str(&text)
+            .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
+        let mut args = Args {
+            profile: req.profile,
+            config: req.config,
+            workspace: req.workspace.or(req.cwd.clone()),
+            cwd: req.cwd,
+            rw: req.rw,
+            ro: req.ro,
+            hide: req.hide,
+            network: req.network,
+            timeout: req.timeout,
+            layers: req.layers,
+            uid: req.uid,
+            helper_sha256: req.helper_sha256,
+            json: true,
+            ..Default::default()
+        };
+        for (k, v) in req.env {
+            args.env.push(match v {
+                Some(v) => EnvArg::Set(k, v),
+                None => EnvArg::Pass(k),
+            });
+        }
+        args.command = std::iter::once(req.command).chain(req.args).collect();
+        let profile = load_profile(&args, req.policy)?;
+        let prep = prepare(&args, &profile, true)?;
+        let cfg = RunConfig {
+            capture: true,
+            stdin: req
+                .stdin
+                .map(|s| Input::Data(s.into_bytes()))
+                .unwrap_or(Input::Null),
+            cap_bytes: req.max_output.unwrap_or(runner::DEFAULT_CAP),
+        };
+        Ok((runner::run(&prep.plan, prep.helper.as_ref(), &cfg)?, prep))
+    })();
+    match r {
+        Ok((res, prep)) => {
+            out_line(&result_json(&res, &prep).to_string());
+            0
+        }
+        Err(e) => {
+            out_line(&error_json(&e).to_string());
+            e.exit_code()
+        }
+    }
+}
+
+use std::io::Read as _;
+
+pub fn main(argv: Vec<String>) -> i32 {
+    let rest = argv.get(2..).unwrap_or(&[]);
+    match argv.get(1).map(String::as_str) {
+        Some("run") => cmd_run(rest),
+        Some("explain") => cmd_explain(rest),
+        Some("exec-json") => cmd_exec_json(),
+        Some("doctor") => doctor::main(rest),
+        Some("--version") => {
+            println!("cordon {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("--help" | "-h" | "help") => {
+            println!("{USAGE}");
+            0
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            exit::SETUP
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn parse() {
+        let a = parse_args(&v(&[
+            "--profile",
+            "x",
+            "--rw",
+            "/a",
+            "--rw",
+            "/b",
+            "--env",
+            "A=1",
+            "--env",
+            "B",
+            "--json",
+            "--",
+            "ls",
+            "--json",
+        ]))
+        .unwrap();
+        assert_eq!(a.profile.as_deref(), Some("x"));
+        assert_eq!(a.rw.len(), 2);
+        assert_eq!(
+            a.env,
+            vec![
+                EnvArg::Set("A".into(), "1".into()),
+                EnvArg::Pass("B".into())
+            ]
+        );
+        assert!(a.json);
+        assert_eq!(a.command, v(&["ls", "--json"]));
+        assert!(parse_args(&v(&["--bogus", "x"])).is_err());
+        assert!(parse_args(&v(&["--timeout", "abc"])).is_err());
+        assert!(parse_args(&v(&["--layers", "sideways"])).is_err());
+        assert!(parse_args(&v(&["--timeout"])).is_err());
+    }
+
+    #[test]
+    fn statuses() {
+        let mut r = SandboxResult {
+            exit_code: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(exit_status(&r), 3);
+        r.timed_out = true;
+        assert_eq!(exit_status(&r), 124);
+        let r = SandboxResult {
+            exit_code: None,
+            signal: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(exit_status(&r), 137);
+    }
+}

@@ -1,0 +1,205 @@
+//! `cordon doctor`: one line per check, PASS/FAIL/WARN, each failure with its fix.
+
+use crate::helper_bin;
+use crate::plan::ProcStrategy;
+use crate::{probe, sys};
+use serde_json::{json, Value};
+
+struct Check {
+    name: &'static str,
+    ok: Option<bool>, // None = warning
+    detail: String,
+    fix: String,
+}
+
+fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attr, size 0 and the VERSION flag the kernel only
+    // returns the ABI number (or -1); no memory is read or written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    }
+}
+
+fn status_field(name: &str) -> Option<String> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let json_out = args.iter().any(|a| a == "--json");
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let mut checks: Vec<Check> = Vec::new();
+    checks.push(Check {
+        name: "kernel",
+        ok: Some(true),
+        detail: sys::uname_release(),
+        fix: String::new(),
+    });
+    let abi = landlock_abi();
+    checks.push(Check {
+        name: "landlock",
+        ok: Some(abi >= 1),
+        detail: if abi >= 1 { format!("ABI {abi}") } else { format!("unavailable ({})", std::io::Error::last_os_error()) },
+        fix: "boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y), or run with --allow-degraded inner".into(),
+    });
+    let sec = status_field("Seccomp:");
+    checks.push(Check {
+        name: "seccomp",
+        ok: Some(sec.is_some()),
+        detail: sec
+            .map(|s| format!("supported (current mode {s})"))
+            .unwrap_or_else(|| "not in /proc/self/status".into()),
+        fix: "a kernel with CONFIG_SECCOMP_FILTER".into(),
+    });
+    let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    let n: u64 = userns.trim().parse().unwrap_or(0);
+    checks.push(Check {
+        name: "user namespaces",
+        ok: Some(n > 0),
+        detail: format!("user.max_user_namespaces = {}", userns.trim()),
+        fix: "sysctl -w user.max_user_namespaces=15000 (and kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu)".into(),
+    });
+    let bwrap = probe::find_bwrap(
+        env.get("CORDON_BWRAP").map(String::as_str),
+        env.get("PATH").map(String::as_str),
+    );
+    match &bwrap {
+        Ok(b) => {
+            let ver = std::process::Command::new(b)
+                .arg("--version")
+                .env_clear()
+                .output();
+            let help = std::process::Command::new(b)
+                .arg("--help")
+                .env_clear()
+                .output();
+            let ver = ver
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            let help = help
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let needed = [
+                "--disable-userns",
+                "--ro-bind-fd",
+                "--info-fd",
+                "--cap-drop",
+                "--die-with-parent",
+                "--ro-bind-data",
+                "--new-session",
+            ];
+            let missing: Vec<&str> = needed
+                .iter()
+                .copied()
+                .filter(|f| !help.contains(f))
+                .collect();
+            checks.push(Check {
+                name: "bwrap",
+                ok: Some(missing.is_empty()),
+                detail: format!(
+                    "{} ({ver}); missing flags: {}",
+                    b.display(),
+                    if missing.is_empty() {
+                        "none".into()
+                    } else {
+                        missing.join(" ")
+                    }
+                ),
+                fix: "install bubblewrap >= 0.8.0".into(),
+            });
+        }
+        Err(e) => checks.push(Check {
+            name: "bwrap",
+            ok: Some(false),
+            detail: e.to_string(),
+            fix: "apt install bubblewrap".into(),
+        }),
+    }
+    let exe = std::env::current_exe().ok();
+    let helper = helper_bin::discover(
+        env.get("CORDON_HELPER").map(String::as_str),
+        exe.as_deref(),
+        env.get("PATH").map(String::as_str),
+    )
+    .and_then(|p| helper_bin::verify(&p, env.get("CORDON_HELPER_SHA256").map(String::as_str)));
+    match &helper {
+        Ok(h) => checks.push(Check {
+            name: "helper",
+            ok: Some(true),
+            detail: format!("{} sha256 {} (expected hash from {:?}); static", h.path.display(), h.sha256, h.hash_source),
+            fix: String::new(),
+        }),
+        Err(e) => checks.push(Check {
+            name: "helper",
+            ok: Some(false),
+            detail: e.to_string(),
+            fix: "build the static helper and set CORDON_HELPER / CORDON_HELPER_SHA256 (docs/launcher.md)".into(),
+        }),
+    }
+    if let (Ok(b), Ok(h)) = (&bwrap, &helper) {
+        let euid = sys::geteuid();
+        let (uid, switch) = if euid == 0 {
+            (
+                crate::plan::NOBODY,
+                Some((crate::plan::NOBODY, crate::plan::NOBODY)),
+            )
+        } else {
+            (euid, None)
+        };
+        let r = probe::preflight(&probe::ProbeInput {
+            bwrap: b,
+            helper: h,
+            uid,
+            gid: if euid == 0 {
+                crate::plan::NOBODY
+            } else {
+                sys::getegid()
+            },
+            switch,
+            allow_degraded_outer: true,
+            cache_dir: None,
+        });
+        match r {
+            Ok(o) => checks.push(Check {
+                name: "/proc strategy",
+                ok: if o.proc == ProcStrategy::Fresh { Some(true) } else { None },
+                detail: format!("{:?} (no-op sandbox as uid {uid})", o.proc),
+                fix: "fresh /proc refused: run where procfs can be mounted; tmpfs /proc needs --allow-degraded outer".into(),
+            }),
+            Err(e) => checks.push(Check { name: "sandbox preflight", ok: Some(false), detail: e.to_string(), fix: "see the message".into() }),
+        }
+    }
+    let failed = checks.iter().any(|c| c.ok == Some(false));
+    if json_out {
+        let v: Vec<Value> = checks
+            .iter()
+            .map(|c| json!({"check": c.name, "status": match c.ok { Some(true) => "pass", Some(false) => "fail", None => "warn" }, "detail": c.detail, "fix": c.fix}))
+            .collect();
+        println!("{}", json!({"ok": !failed, "checks": v}));
+    } else {
+        for c in &checks {
+            let st = match c.ok {
+                Some(true) => "PASS",
+                Some(false) => "FAIL",
+                None => "WARN",
+            };
+            if c.ok == Some(true) {
+                println!("{st} {}: {}", c.name, c.detail);
+            } else {
+                println!("{st} {}: {} — fix: {}", c.name, c.detail, c.fix);
+            }
+        }
+    }
+    if failed {
+        crate::error::exit::SETUP
+    } else {
+        0
+    }
+}

@@ -1,0 +1,547 @@
+//! Path validation. Every filesystem fact the planner needs goes through [`Fs`],
+//! so the rules are unit-tested against a fake tree without privileges.
+
+use crate::error::{Error, Result};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+}
+
+/// Filesystem facts (never follows the last symlink in `lstat`).
+pub trait Fs {
+    fn lstat(&self, p: &Path) -> Option<Meta>;
+    fn canonicalize(&self, p: &Path) -> io::Result<PathBuf>;
+    fn read_link(&self, p: &Path) -> io::Result<PathBuf>;
+    /// Entry names of a directory, sorted.
+    fn read_dir(&self, p: &Path) -> io::Result<Vec<String>>;
+    /// May `uid` (with primary group `gid`) create files in directory `p`? Only
+    /// the mode bits are considered (the sandbox has no capabilities).
+    fn writable_by(&self, p: &Path, uid: u32, gid: u32) -> bool {
+        match self.lstat(p) {
+            Some(m) if uid == m.uid => m.mode & 0o300 == 0o300,
+            Some(m) if gid == m.gid => m.mode & 0o030 == 0o030,
+            Some(m) => m.mode & 0o003 == 0o003,
+            None => false,
+        }
+    }
+}
+
+/// The real filesystem.
+pub struct RealFs;
+
+impl Fs for RealFs {
+    fn lstat(&self, p: &Path) -> Option<Meta> {
+        let m = std::fs::symlink_metadata(p).ok()?;
+        let ft = m.file_type();
+        let kind = if ft.is_symlink() {
+            Kind::Symlink
+        } else if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Some(Meta {
+            kind,
+            nlink: m.nlink(),
+            uid: m.uid(),
+            gid: m.gid(),
+            mode: m.mode() & 0o7777,
+        })
+    }
+    fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(p)
+    }
+    fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(p)
+    }
+    fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(p)? {
+            v.push(e?.file_name().to_string_lossy().into_owned());
+        }
+        v.sort();
+        Ok(v)
+    }
+}
+
+/// Is `p` equal to or beneath `root`? Compared by component: `/tmpfoo` is not under `/tmp`.
+pub fn is_under(p: &Path, root: &Path) -> bool {
+    p.starts_with(root)
+}
+
+/// Absolute, with no `.`/`..` components and no trailing oddities.
+pub fn require_absolute_normal(p: &Path) -> Result<()> {
+    if !p.is_absolute() {
+        return Err(Error::path(p, "must be absolute"));
+    }
+    if p.components()
+        .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+    {
+        return Err(Error::path(p, "must not contain . or .. components"));
+    }
+    if p.to_str().is_none() {
+        return Err(Error::path(p, "must be valid UTF-8"));
+    }
+    Ok(())
+}
+
+/// Paths that are never writable, and are hidden unless a profile shows them.
+/// '/' matches only itself; the others match themselves and everything beneath.
+pub const SYSTEM_SENSITIVE: &[&str] = &["/proc", "/sys", "/dev", "/run"];
+
+/// Credential directories and files, relative to a home directory.
+pub const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".config/gcloud",
+    ".netrc",
+];
+
+/// Every credential path under each of `homes`.
+pub fn credential_paths(homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for h in homes {
+        for c in CREDENTIALS {
+            let p = h.join(c);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Is `p` a path that may never be writable?
+pub fn never_writable(p: &Path, homes: &[PathBuf]) -> Option<String> {
+    if p == Path::new("/") {
+        return Some("'/' is never writable".into());
+    }
+    for s in SYSTEM_SENSITIVE {
+        if is_under(p, Path::new(s)) {
+            return Some(format!("{s} is never writable"));
+        }
+    }
+    for c in credential_paths(homes) {
+        if is_under(p, &c) {
+            return Some(format!("credential path {} is never writable", c.display()));
+        }
+    }
+    if is_under(p, Path::new(crate::plan::CORDON_DIR)) {
+        return Some(format!(
+            "{} is reserved for cordon",
+            crate::plan::CORDON_DIR
+        ));
+    }
+    None
+}
+
+/// Validate a path to be bound read-write (or a zone root): absolute, canonical,
+/// existing, not a symlink, real path not elsewhere, never a sensitive path.
+pub fn validate_writable(fs: &dyn Fs, p: &Path, homes: &[PathBuf]) -> Result<PathBuf> {
+    require_absolute_normal(p)?;
+    let meta = fs
+        .lstat(p)
+        .ok_or_else(|| Error::path(p, "does not exist"))?;
+    if meta.kind == Kind::Symlink {
+        let target = fs
+            .read_link(p)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        return Err(Error::path(
+            p,
+            format!("is a symlink (to {target}); a writable path must be its real path"),
+        ));
+    }
+    let real = fs
+        .canonicalize(p)
+        .map_err(|e| Error::path(p, format!("cannot resolve: {e}")))?;
+    if real != p {
+        return Err(Error::path(
+            p,
+            format!(
+                "resolves to {} through a symlink; pass the real path",
+                real.display()
+            ),
+        ));
+    }
+    if meta.kind != Kind::Dir && meta.kind != Kind::File {
+        return Err(Error::path(p, "must be a directory or a regular file"));
+    }
+    if meta.kind == Kind::File && meta.nlink > 1 {
+        return Err(Error::path(p, "is a file with more than one hard link"));
+    }
+    if let Some(why) = never_writable(p, homes) {
+        return Err(Error::path(p, why));
+    }
+    Ok(real)
+}
+
+/// Validate a read-only root: absolute; its real path is what gets bound.
+/// Returns None when it does not exist (optional roots are skipped).
+pub fn resolve_readonly(fs: &dyn Fs, p: &Path) -> Result<Option<PathBuf>> {
+    require_absolute_normal(p)?;
+    if fs.lstat(p).is_none() {
+        return Ok(None);
+    }
+    let real = fs
+        .canonicalize(p)
+        .map_err(|e| Error::path(p, format!("cannot resolve: {e}")))?;
+    Ok(Some(real))
+}
+
+/// What to do about a path to hide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mask {
+    /// A directory: cover with an empty tmpfs.
+    Dir(PathBuf),
+    /// A file (or other non-directory): cover with an empty read-only file.
+    File(PathBuf),
+    /// Absent: nothing to hide (and bwrap could not create a mount point under a
+    /// read-only parent anyway).
+    Absent(PathBuf),
+}
+
+/// Validate a path to hide. A file with several hard links is refused: its
+/// content stays reachable through the other names.
+pub fn validate_mask(fs: &dyn Fs, p: &Path) -> Result<Mask> {
+    require_absolute_normal(p)?;
+    let Some(meta) = fs.lstat(p) else {
+        return Ok(Mask::Absent(p.to_path_buf()));
+    };
+    // Hide what the name leads to: masking a symlink itself would leave the
+    // target visible under its real name.
+    let (real, meta) = if meta.kind == Kind::Symlink {
+        match fs.canonicalize(p) {
+            Ok(r) => {
+                let m = fs
+                    .lstat(&r)
+                    .ok_or_else(|| Error::path(p, "target vanished"))?;
+                (r, m)
+            }
+            // Dangling symlink: nothing behind it to hide.
+            Err(_) => return Ok(Mask::Absent(p.to_path_buf())),
+        }
+    } else {
+        let r = fs
+            .canonicalize(p)
+            .map_err(|e| Error::path(p, format!("cannot resolve: {e}")))?;
+        (r, meta)
+    };
+    match meta.kind {
+        Kind::Dir => Ok(Mask::Dir(real)),
+        _ if meta.nlink > 1 => Err(Error::path(
+            p,
+            format!(
+                "cannot be hidden: it has {} hard links, so its content stays reachable through another name",
+                meta.nlink
+            ),
+        )),
+        _ => Ok(Mask::File(real)),
+    }
+}
+
+/// Test double: an in-memory tree.
+#[cfg(test)]
+pub mod fake {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Clone, Debug)]
+    pub enum Node {
+        Dir,
+        File { nlink: u64 },
+        Link(PathBuf),
+    }
+
+    #[derive(Default)]
+    pub struct FakeFs {
+        pub nodes: BTreeMap<PathBuf, (Node, u32, u32)>,
+    }
+
+    impl FakeFs {
+        /// A tree resembling a usr-merged Debian host.
+        pub fn host() -> Self {
+            let mut f = FakeFs::default();
+            for d in [
+                "/",
+                "/usr",
+                "/usr/bin",
+                "/usr/lib",
+                "/usr/lib64",
+                "/usr/sbin",
+                "/etc",
+                "/tmp",
+                "/home",
+                "/home/alice",
+                "/home/alice/.ssh",
+                "/home/alice/.aws",
+                "/work",
+                "/work/ws",
+                "/proc",
+                "/sys",
+                "/dev",
+                "/run",
+                "/root",
+                "/root/.ssh",
+                "/var",
+            ] {
+                f.dir(d);
+            }
+            f.link("/bin", "usr/bin");
+            f.link("/lib", "usr/lib");
+            f.link("/lib64", "usr/lib64");
+            f.link("/sbin", "usr/sbin");
+            f.file("/etc/shadow", 1);
+            f.file("/etc/gshadow", 1);
+            f.file("/etc/passwd", 1);
+            f.file("/usr/bin/sh", 1);
+            f.file("/usr/bin/true", 1);
+            f
+        }
+        pub fn dir(&mut self, p: &str) {
+            self.nodes.insert(p.into(), (Node::Dir, 1000, 1000));
+        }
+        pub fn file(&mut self, p: &str, nlink: u64) {
+            self.nodes
+                .insert(p.into(), (Node::File { nlink }, 1000, 1000));
+        }
+        pub fn link(&mut self, p: &str, to: &str) {
+            self.nodes.insert(p.into(), (Node::Link(to.into()), 0, 0));
+        }
+        pub fn owner(&mut self, p: &str, uid: u32) {
+            self.nodes.get_mut(Path::new(p)).unwrap().1 = uid;
+        }
+    }
+
+    impl Fs for FakeFs {
+        fn lstat(&self, p: &Path) -> Option<Meta> {
+            // Resolve the parent (symlinks in it are followed), not the last component.
+            let p = match (p.parent(), p.file_name()) {
+                (Some(parent), Some(name)) => self.canonicalize(parent).ok()?.join(name),
+                _ => p.to_path_buf(),
+            };
+            let (n, uid, gid) = self.nodes.get(&p)?;
+            let (kind, nlink) = match n {
+                Node::Dir => (Kind::Dir, 2),
+                Node::File { nlink } => (Kind::File, *nlink),
+                Node::Link(_) => (Kind::Symlink, 1),
+            };
+            Some(Meta {
+                kind,
+                nlink,
+                uid: *uid,
+                gid: *gid,
+                mode: 0o755,
+            })
+        }
+        fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
+            let mut out = PathBuf::from("/");
+            let mut todo: Vec<PathBuf> = p
+                .components()
+                .skip(1)
+                .map(|c| PathBuf::from(c.as_os_str()))
+                .collect();
+            todo.reverse();
+            let mut hops = 0;
+            while let Some(c) = todo.pop() {
+                if c.as_os_str() == ".." {
+                    out.pop();
+                    continue;
+                }
+                let next = out.join(&c);
+                match self.nodes.get(&next) {
+                    None => return Err(io::Error::from(io::ErrorKind::NotFound)),
+                    Some((Node::Link(t), _, _)) => {
+                        hops += 1;
+                        if hops > 40 {
+                            return Err(io::Error::other("loop"));
+                        }
+                        if t.is_absolute() {
+                            out = PathBuf::from("/");
+                        }
+                        let mut parts: Vec<PathBuf> = t
+                            .components()
+                            .filter(|c| !matches!(c, Component::RootDir))
+                            .map(|c| PathBuf::from(c.as_os_str()))
+                            .collect();
+                        parts.reverse();
+                        todo.extend(parts);
+                    }
+                    Some(_) => out = next,
+                }
+            }
+            Ok(out)
+        }
+        fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
+            match self.nodes.get(p) {
+                Some((Node::Link(t), _, _)) => Ok(t.clone()),
+                _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+            }
+        }
+        fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
+            Ok(self
+                .nodes
+                .keys()
+                .filter(|k| k.parent() == Some(p))
+                .map(|k| k.file_name().unwrap().to_string_lossy().into_owned())
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::FakeFs;
+    use super::*;
+
+    fn homes() -> Vec<PathBuf> {
+        vec![PathBuf::from("/home/alice"), PathBuf::from("/root")]
+    }
+
+    #[test]
+    fn under_compares_components() {
+        assert!(!is_under(Path::new("/tmpfoo"), Path::new("/tmp")));
+        assert!(is_under(Path::new("/tmp/foo"), Path::new("/tmp")));
+        assert!(is_under(Path::new("/tmp"), Path::new("/tmp")));
+        assert!(!is_under(Path::new("/tm"), Path::new("/tmp")));
+    }
+
+    #[test]
+    fn writable_ok() {
+        let fs = FakeFs::host();
+        assert_eq!(
+            validate_writable(&fs, Path::new("/work/ws"), &homes()).unwrap(),
+            Path::new("/work/ws")
+        );
+    }
+
+    #[test]
+    fn writable_refuses_relative_and_dotdot_and_missing() {
+        let fs = FakeFs::host();
+        assert!(validate_writable(&fs, Path::new("work/ws"), &homes()).is_err());
+        assert!(validate_writable(&fs, Path::new("/work/ws/../ws"), &homes()).is_err());
+        assert!(validate_writable(&fs, Path::new("/work/nope"), &homes()).is_err());
+    }
+
+    #[test]
+    fn writable_refuses_absolute_symlink() {
+        let mut fs = FakeFs::host();
+        fs.link("/work/link", "/etc");
+        let e = validate_writable(&fs, Path::new("/work/link"), &homes()).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn writable_refuses_relative_symlink() {
+        let mut fs = FakeFs::host();
+        fs.link("/work/rel", "../etc");
+        let e = validate_writable(&fs, Path::new("/work/rel"), &homes()).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn writable_refuses_symlinked_parent_escape() {
+        let mut fs = FakeFs::host();
+        fs.link("/work/sub", "/home/alice");
+        fs.dir("/home/alice/proj");
+        let e = validate_writable(&fs, Path::new("/work/sub/proj"), &homes()).unwrap_err();
+        assert!(
+            e.to_string().contains("resolves to /home/alice/proj"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn writable_refuses_hardlinked_file() {
+        let mut fs = FakeFs::host();
+        fs.file("/work/ws/f", 2);
+        assert!(validate_writable(&fs, Path::new("/work/ws/f"), &homes()).is_err());
+    }
+
+    #[test]
+    fn sensitive_never_writable() {
+        let fs = FakeFs::host();
+        for p in [
+            "/",
+            "/proc",
+            "/sys",
+            "/dev",
+            "/run",
+            "/home/alice/.ssh",
+            "/root/.ssh",
+            "/home/alice/.aws",
+        ] {
+            let e = validate_writable(&fs, Path::new(p), &homes()).unwrap_err();
+            assert!(e.to_string().contains("never writable"), "{p}: {e}");
+        }
+        assert!(never_writable(Path::new("/proc/self"), &homes()).is_some());
+        assert!(never_writable(Path::new("/home/alice/.config/gcloud/x"), &homes()).is_some());
+        assert!(never_writable(Path::new("/home/alice/.netrc"), &homes()).is_some());
+        assert!(never_writable(Path::new("/home/alice/.sshfoo"), &homes()).is_none());
+        assert!(never_writable(Path::new("/.cordon/x"), &homes()).is_some());
+        assert!(never_writable(Path::new("/work"), &homes()).is_none());
+    }
+
+    #[test]
+    fn mask_kinds() {
+        let mut fs = FakeFs::host();
+        assert_eq!(
+            validate_mask(&fs, Path::new("/etc/shadow")).unwrap(),
+            Mask::File("/etc/shadow".into())
+        );
+        assert_eq!(
+            validate_mask(&fs, Path::new("/home/alice/.ssh")).unwrap(),
+            Mask::Dir("/home/alice/.ssh".into())
+        );
+        // Absent under a read-only parent: skipped, not a bwrap crash.
+        assert_eq!(
+            validate_mask(&fs, Path::new("/usr/nothing")).unwrap(),
+            Mask::Absent("/usr/nothing".into())
+        );
+        fs.file("/etc/linked", 2);
+        let e = validate_mask(&fs, Path::new("/etc/linked")).unwrap_err();
+        assert!(e.to_string().contains("hard links"), "{e}");
+        // A symlink is hidden at its target.
+        fs.link("/etc/sh", "shadow");
+        assert_eq!(
+            validate_mask(&fs, Path::new("/etc/sh")).unwrap(),
+            Mask::File("/etc/shadow".into())
+        );
+        fs.link("/etc/dangling", "nowhere");
+        assert_eq!(
+            validate_mask(&fs, Path::new("/etc/dangling")).unwrap(),
+            Mask::Absent("/etc/dangling".into())
+        );
+    }
+
+    #[test]
+    fn readonly_resolves_links() {
+        let fs = FakeFs::host();
+        assert_eq!(
+            resolve_readonly(&fs, Path::new("/bin")).unwrap(),
+            Some("/usr/bin".into())
+        );
+        assert_eq!(resolve_readonly(&fs, Path::new("/lib32")).unwrap(), None);
+    }
+}

@@ -1,0 +1,891 @@
+//! The pure planner: (profile, options, host facts) → [`Plan`]. No I/O besides the
+//! injected [`Fs`]; tests assert the exact argv and its invariants.
+//!
+//! Mount order (each stage can only cover the ones before it):
+//! 1. read-only roots (symlinks recreated as symlinks), then /dev, /proc and the
+//!    scratch tmpfs (/tmp, HOME, profile tmpfs);
+//! 2. masks over hidden paths that live in read-only roots;
+//! 3. writable binds (workspace, --rw, cache root);
+//! 4. read-only binds nested in a writable bind (e.g. `--ro WS/.git`), then masks
+//!    nested in writable binds — so a writable bind never re-exposes a hidden path;
+//! 5. the helper and its policy at fixed paths under /.cordon.
+
+use crate::error::{Error, Result};
+use crate::paths::{self, Fs, Kind, Mask};
+use crate::policy::{self, Network, Profile, Rule, WorkspaceAccess};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const CORDON_DIR: &str = "/.cordon";
+pub const POLICY_PATH: &str = "/.cordon/policy.json";
+pub const HELPER_PATH: &str = "/.cordon/cordon-helper";
+
+/// Fds handed to bwrap (or the helper) on purpose. Everything else is closed.
+pub const REPORT_FD: i32 = 3;
+pub const INFO_FD: i32 = 4;
+pub const POLICY_FD: i32 = 5;
+pub const HELPER_FD: i32 = 6;
+pub const FIRST_EMPTY_FD: i32 = 7;
+
+/// Unprivileged fallback uid when the launcher is root and the workspace is root's.
+pub const NOBODY: u32 = 65534;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layers {
+    Both,
+    Outer,
+    Inner,
+}
+
+impl std::str::FromStr for Layers {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "both" => Ok(Layers::Both),
+            "outer" => Ok(Layers::Outer),
+            "inner" => Ok(Layers::Inner),
+            _ => Err(Error::Usage(format!(
+                "--layers: expected both|outer|inner, got {s:?}"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcStrategy {
+    /// A fresh procfs for the new pid namespace (preferred).
+    Fresh,
+    /// A read-only bind of the host /proc (only after the sibling probe passed).
+    BindRo,
+    /// An empty tmpfs (degraded: tools needing /proc break).
+    Tmpfs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FdRole {
+    /// Write end of the pipe for the helper's report.
+    Report,
+    /// Write end of the pipe for bwrap's `--info-fd`.
+    Info,
+    /// The policy file, opened read-only (bound with `--ro-bind-fd`).
+    Policy,
+    /// The verified helper binary, opened read-only (bound with `--ro-bind-fd`).
+    Helper,
+    /// An empty file (/dev/null) for `--ro-bind-data` masks.
+    Empty,
+}
+
+/// One `--env` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvArg {
+    /// Pass the caller's value by name, when present.
+    Pass(String),
+    /// Set a value (travels in the 0600 policy file, never in argv).
+    Set(String, String),
+}
+
+impl EnvArg {
+    pub fn parse(s: &str) -> EnvArg {
+        match s.split_once('=') {
+            Some((n, v)) => EnvArg::Set(n.into(), v.into()),
+            None => EnvArg::Pass(s.into()),
+        }
+    }
+}
+
+/// What the caller asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub command: Vec<String>,
+    pub workspace: PathBuf,
+    pub cwd: Option<PathBuf>,
+    pub rw: Vec<PathBuf>,
+    pub ro: Vec<PathBuf>,
+    pub hide: Vec<PathBuf>,
+    pub network: Option<Network>,
+    pub env: Vec<EnvArg>,
+    pub allow_injection: Vec<String>,
+    pub timeout: Option<u64>,
+    pub layers: Layers,
+    pub uid: Option<u32>,
+    pub degrade_outer: bool,
+    pub degrade_inner: bool,
+    pub cache_root: Option<PathBuf>,
+}
+
+impl Options {
+    pub fn new(command: Vec<String>, workspace: PathBuf) -> Options {
+        Options {
+            command,
+            workspace,
+            cwd: None,
+            rw: vec![],
+            ro: vec![],
+            hide: vec![],
+            network: None,
+            env: vec![],
+            allow_injection: vec![],
+            timeout: None,
+            layers: Layers::Both,
+            uid: None,
+            degrade_outer: false,
+            degrade_inner: false,
+            cache_root: None,
+        }
+    }
+}
+
+/// Facts about the host the planner depends on (injected for tests).
+pub struct Host {
+    pub euid: u32,
+    pub egid: u32,
+    /// The caller's environment.
+    pub env: BTreeMap<String, String>,
+    /// Home directories whose credential dirs are hidden.
+    pub homes: Vec<PathBuf>,
+    pub bwrap: PathBuf,
+    pub proc: ProcStrategy,
+    /// Primary gid of a uid, if it has a passwd entry.
+    pub gid_of: fn(u32) -> Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Op {
+    RoBind { path: PathBuf, try_: bool },
+    Symlink { target: PathBuf, link: PathBuf },
+    Dev,
+    Proc(ProcStrategy),
+    Tmpfs(PathBuf),
+    MaskDir(PathBuf),
+    MaskFile(PathBuf),
+    Bind(PathBuf),
+    RoBindFd { fd: i32, dest: &'static str },
+}
+
+impl Op {
+    fn dest(&self) -> &Path {
+        match self {
+            Op::RoBind { path, .. } | Op::Tmpfs(path) | Op::MaskDir(path) => path,
+            Op::MaskFile(p) | Op::Bind(p) => p,
+            Op::Symlink { link, .. } => link,
+            Op::Dev => Path::new("/dev"),
+            Op::Proc(_) => Path::new("/proc"),
+            Op::RoBindFd { dest, .. } => Path::new(dest),
+        }
+    }
+    /// Does this mount show host content (as opposed to an empty/synthetic fs)?
+    fn host_content(&self) -> bool {
+        matches!(self, Op::RoBind { .. } | Op::Bind(_)) || *self == Op::Proc(ProcStrategy::BindRo)
+    }
+}
+
+/// The op that provides `p` inside the sandbox: the last one mounted at or above it.
+fn provider<'a>(ops: &'a [Op], p: &Path) -> Option<&'a Op> {
+    ops.iter()
+        .rev()
+        .find(|o| paths::is_under(p, o.dest()) && !matches!(o, Op::Symlink { .. }))
+}
+
+/// Everything needed to run one sandboxed command.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub layers: Layers,
+    /// bwrap's full command line, argv[0] = bwrap's path (empty for `--layers inner`).
+    pub bwrap_argv: Vec<String>,
+    /// The command line run inside bwrap; for `--layers inner`, what is executed.
+    pub inner_argv: Vec<String>,
+    /// The helper policy (None for `--layers outer`).
+    pub helper_policy: Option<Value>,
+    /// The complete environment bwrap (or the helper) is started with.
+    pub env: Vec<(String, String)>,
+    /// Fds passed on purpose, by number.
+    pub fds: Vec<(i32, FdRole)>,
+    /// The uid/gid the sandbox runs as (host ids).
+    pub uid: u32,
+    pub gid: u32,
+    /// Switch to this uid/gid before exec (launcher running as root).
+    pub switch_to: Option<(u32, u32)>,
+    /// Working directory inside.
+    pub cwd: PathBuf,
+    pub timeout: Option<u64>,
+    pub network: Network,
+    pub proc: ProcStrategy,
+    pub profile: String,
+    /// Number of mount operations bwrap performs.
+    pub mounts: usize,
+    pub best_effort_inner: bool,
+    /// Skipped masks and other non-fatal decisions.
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// The program and argv actually executed by the launcher.
+    pub fn exec_argv(&self) -> &[String] {
+        if self.layers == Layers::Inner {
+            &self.inner_argv
+        } else {
+            &self.bwrap_argv
+        }
+    }
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Does the profile show `p`? Showing "/" shows the root's entries, not every
+/// sensitive path beneath it.
+fn shown(p: &Path, show: &[PathBuf]) -> bool {
+    show.iter().any(|s| {
+        if s == Path::new("/") {
+            p == s
+        } else {
+            paths::is_under(p, s)
+        }
+    })
+}
+
+/// Is a read-only root sensitive (hidden unless shown)?
+fn sensitive(p: &Path, homes: &[PathBuf]) -> bool {
+    p == Path::new("/")
+        || paths::SYSTEM_SENSITIVE
+            .iter()
+            .any(|s| paths::is_under(p, Path::new(s)))
+        || paths::credential_paths(homes)
+            .iter()
+            .any(|c| paths::is_under(p, c))
+}
+
+struct RoRoot {
+    path: PathBuf,
+    try_: bool,
+}
+
+/// Build the plan.
+pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Result<Plan> {
+    if opts.command.is_empty() {
+        return Err(Error::Usage("no command given".into()));
+    }
+    let homes = &host.homes;
+    let mut notes = Vec::new();
+
+    // --- writable paths -------------------------------------------------------
+    let ws = paths::validate_writable(fs, &opts.workspace, homes)?;
+    if fs.lstat(&ws).map(|m| m.kind) != Some(Kind::Dir) {
+        return Err(Error::path(&ws, "workspace must be a directory"));
+    }
+    let mut writable: Vec<PathBuf> = Vec::new();
+    if profile.workspace == WorkspaceAccess::Rw {
+        writable.push(ws.clone());
+    }
+    for p in profile.rw.iter().chain(&opts.rw) {
+        writable.push(paths::validate_writable(fs, p, homes)?);
+    }
+    let cache_root = opts.cache_root.as_ref().or(profile.cache_root.as_ref());
+    if let Some(c) = cache_root {
+        writable.push(paths::validate_writable(fs, c, homes)?);
+    }
+    dedup(&mut writable);
+
+    // --- read-only roots ----------------------------------------------------------
+    let mut roots: Vec<RoRoot> = Vec::new();
+    let push_root = |p: &Path, try_: bool, roots: &mut Vec<RoRoot>| -> Result<()> {
+        paths::require_absolute_normal(p)?;
+        if sensitive(p, homes) && !shown(p, &profile.show) {
+            return Err(Error::path(
+                p,
+                "is hidden unless a profile shows it (profile `show`)",
+            ));
+        }
+        if p == Path::new("/") {
+            // The host root, entry by entry: the sandbox root stays bwrap's tmpfs so
+            // /.cordon can be created, and /proc, /sys, /dev, /run, /tmp are never
+            // bound from the host (replaced or hidden).
+            let entries = fs
+                .read_dir(p)
+                .map_err(|e| Error::path(p, format!("cannot list: {e}")))?;
+            for e in entries {
+                let child = Path::new("/").join(&e);
+                if ["/proc", "/sys", "/dev", "/run", "/tmp", CORDON_DIR]
+                    .iter()
+                    .any(|x| child == Path::new(x))
+                    && !profile.show.contains(&child)
+                {
+                    continue;
+                }
+                if paths::credential_paths(homes).contains(&child) {
+                    continue;
+                }
+                roots.push(RoRoot {
+                    path: child,
+                    try_: true,
+                });
+            }
+            return Ok(());
+        }
+        roots.push(RoRoot {
+            path: p.to_path_buf(),
+            try_,
+        });
+        Ok(())
+    };
+    for p in &profile.ro {
+        push_root(p, false, &mut roots)?;
+    }
+    for p in &profile.ro_try {
+        push_root(p, true, &mut roots)?;
+    }
+    for p in &opts.ro {
+        push_root(p, false, &mut roots)?;
+    }
+    if profile.workspace == WorkspaceAccess::Ro {
+        roots.push(RoRoot {
+            path: ws.clone(),
+            try_: false,
+        });
+    }
+
+    let mut ro_ops: Vec<Op> = Vec::new(); // stage 1
+    let mut ro_nested: Vec<Op> = Vec::new(); // stage 4a
+    let mut rules: Vec<Rule> = Vec::new();
+    for r in &roots {
+        let Some(meta) = fs.lstat(&r.path) else {
+            if r.try_ {
+                continue;
+            }
+            return Err(Error::path(&r.path, "read-only path does not exist"));
+        };
+        let top_level = r.path.parent() == Some(Path::new("/"));
+        let op = if meta.kind == Kind::Symlink && top_level {
+            // usr-merge links (/bin -> usr/bin): recreate the link, do not bind
+            // the target a second time.
+            let target = fs
+                .read_link(&r.path)
+                .map_err(|e| Error::path(&r.path, e.to_string()))?;
+            Op::Symlink {
+                target,
+                link: r.path.clone(),
+            }
+        } else {
+            let real = paths::resolve_readonly(fs, &r.path)?
+                .ok_or_else(|| Error::path(&r.path, "does not exist"))?;
+            if sensitive(&real, homes) && !shown(&real, &profile.show) {
+                return Err(Error::path(
+                    &r.path,
+                    format!("resolves to hidden path {}", real.display()),
+                ));
+            }
+            Op::RoBind {
+                path: real,
+                try_: r.try_,
+            }
+        };
+        if ro_ops.contains(&op) || ro_nested.contains(&op) {
+            continue;
+        }
+        if let Op::RoBind { path, try_ } = &op {
+            // execute implies read: running a program means reading it.
+            rules.push(Rule {
+                path: path.clone(),
+                access: "execute",
+                optional: *try_,
+            });
+            if writable
+                .iter()
+                .any(|w| paths::is_under(path, w) && w != path)
+            {
+                ro_nested.push(op);
+                continue;
+            }
+        }
+        ro_ops.push(op);
+    }
+
+    // Scratch and synthetic filesystems. Read-only roots beneath one of them
+    // (e.g. `--ro /tmp/x`) must be mounted after it, or the tmpfs would cover them.
+    let mut scratch_dirs: Vec<PathBuf> = vec!["/tmp".into(), profile.home.clone()];
+    scratch_dirs.extend(profile.tmpfs.iter().cloned());
+    let (under_scratch, plain): (Vec<Op>, Vec<Op>) = ro_ops.into_iter().partition(|o| {
+        matches!(o, Op::RoBind { .. })
+            && scratch_dirs
+                .iter()
+                .any(|d| o.dest() != d && paths::is_under(o.dest(), d))
+    });
+    let mut ro_ops = plain;
+    ro_ops.push(Op::Dev);
+    ro_ops.push(Op::Proc(host.proc));
+    ro_ops.push(Op::Tmpfs("/tmp".into()));
+    for t in &profile.tmpfs {
+        paths::require_absolute_normal(t)?;
+        if let Some(why) = paths::never_writable(t, homes) {
+            return Err(Error::path(t, why));
+        }
+        ro_ops.push(Op::Tmpfs(t.clone()));
+    }
+    paths::require_absolute_normal(&profile.home)?;
+    if let Some(why) = paths::never_writable(&profile.home, homes) {
+        return Err(Error::path(&profile.home, why));
+    }
+    ro_ops.push(Op::Tmpfs(profile.home.clone()));
+    ro_ops.extend(under_scratch);
+
+    // --- masks --------------------------------------------------------------------
+    let explicit: Vec<&PathBuf> = profile.hide.iter().chain(&opts.hide).collect();
+    let creds: Vec<PathBuf> = paths::credential_paths(homes)
+        .into_iter()
+        .filter(|c| !shown(c, &profile.show))
+        .collect();
+    let mut all_ops_for_view: Vec<Op> = ro_ops.clone();
+    all_ops_for_view.extend(writable.iter().cloned().map(Op::Bind));
+    all_ops_for_view.extend(ro_nested.iter().cloned());
+    let mut masks_ro: Vec<Op> = Vec::new();
+    let mut masks_rw: Vec<Op> = Vec::new();
+    let mut deny: Vec<PathBuf> = Vec::new();
+    for (h, is_explicit) in explicit
+        .iter()
+        .map(|p| (*p, true))
+        .chain(creds.iter().map(|p| (p, false)))
+    {
+        let mask = paths::validate_mask(fs, h)?;
+        let (real, op) = match mask {
+            Mask::Absent(p) => {
+                if is_explicit {
+                    notes.push(format!("hide {}: absent, nothing to hide", p.display()));
+                }
+                continue;
+            }
+            Mask::Dir(p) => (p.clone(), Op::MaskDir(p)),
+            Mask::File(p) => (p.clone(), Op::MaskFile(p)),
+        };
+        for w in &writable {
+            if paths::is_under(w, &real) {
+                return Err(Error::path(
+                    w,
+                    format!(
+                        "is inside hidden path {}; a writable bind would re-expose it",
+                        real.display()
+                    ),
+                ));
+            }
+        }
+        match provider(&all_ops_for_view, &real) {
+            Some(p) if p.host_content() => {
+                let nested = writable.iter().any(|w| paths::is_under(&real, w))
+                    || ro_nested.iter().any(|n| paths::is_under(&real, n.dest()));
+                deny.push(real.clone());
+                if nested {
+                    masks_rw.push(op);
+                } else {
+                    masks_ro.push(op);
+                }
+            }
+            _ => {
+                if is_explicit {
+                    notes.push(format!(
+                        "hide {}: not visible in the sandbox anyway",
+                        real.display()
+                    ));
+                }
+            }
+        }
+    }
+    dedup(&mut deny);
+
+    // --- uid ----------------------------------------------------------------------
+    let (uid, gid, switch_to) = choose_uid(opts, host, fs, &ws)?;
+    for w in &writable {
+        if fs.lstat(w).map(|m| m.kind) == Some(Kind::Dir) && !fs.writable_by(w, uid, gid) {
+            return Err(Error::Uid(format!(
+                "the sandbox runs as uid {uid} (gid {gid}), which cannot write {}; chown it, or choose another uid with --uid",
+                w.display()
+            )));
+        }
+    }
+
+    // --- assemble ops ---------------------------------------------------------------
+    let mut ops = ro_ops;
+    ops.extend(masks_ro);
+    ops.extend(writable.iter().cloned().map(Op::Bind));
+    ops.extend(ro_nested);
+    ops.extend(masks_rw);
+    if opts.layers == Layers::Both {
+        ops.push(Op::RoBindFd {
+            fd: POLICY_FD,
+            dest: POLICY_PATH,
+        });
+        ops.push(Op::RoBindFd {
+            fd: HELPER_FD,
+            dest: HELPER_PATH,
+        });
+    }
+
+    // --- cwd and command ------------------------------------------------------------------
+    let cwd = match &opts.cwd {
+        Some(c) => c.clone(),
+        None => ws.clone(),
+    };
+    paths::require_absolute_normal(&cwd)?;
+    check_visible_dir(&ops, fs, &cwd)?;
+
+    // --- environment -------------------------------------------------------------------------
+    let mut allow_inj: Vec<String> = profile.allow_injection.clone();
+    allow_inj.extend(opts.allow_injection.iter().cloned());
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    env.insert(
+        "PATH".into(),
+        host.env
+            .get("PATH")
+            .cloned()
+            .unwrap_or_else(|| policy::DEFAULT_PATH.into()),
+    );
+    env.insert("HOME".into(), s(&profile.home));
+    let mut pass: Vec<&str> = policy::DEFAULT_ENV.to_vec();
+    pass.extend(profile.env.iter().map(String::as_str));
+    let mut env_set: BTreeMap<String, String> = profile.env_set.clone();
+    for e in &opts.env {
+        match e {
+            EnvArg::Pass(n) => pass.push(n),
+            EnvArg::Set(n, v) => {
+                env_set.insert(n.clone(), v.clone());
+            }
+        }
+    }
+    for n in pass {
+        policy::validate_env_name(n)?;
+        policy::check_injection(n, &allow_inj)?;
+        if n == "HOME" {
+            continue; // always the synthetic HOME
+        }
+        if let Some(v) = host.env.get(n) {
+            env.insert(n.into(), v.clone());
+        }
+    }
+    if let Some(c) = cache_root {
+        env_set.insert("XDG_CACHE_HOME".into(), s(&c.join("cache")));
+        env_set.insert("XDG_STATE_HOME".into(), s(&c.join("state")));
+    }
+    for (n, v) in &env_set {
+        policy::validate_env_name(n)?;
+        policy::check_injection(n, &allow_inj)?;
+        if v.contains('\0') {
+            return Err(Error::Env(format!("{n}: value contains NUL")));
+        }
+    }
+    if opts.layers == Layers::Outer {
+        // No helper to carry them: values go into bwrap's environment, still never argv.
+        env.extend(env_set.clone());
+        env_set.clear();
+    }
+    let search_path = env_set
+        .get("PATH")
+        .or(env.get("PATH"))
+        .cloned()
+        .unwrap_or_default();
+    resolve_command(&ops, fs, &opts.command[0], &cwd, &search_path)?;
+
+    // --- helper policy ------------------------------------------------------------------------
+    for op in &ops {
+        match op {
+            Op::Dev => rules.push(Rule {
+                path: "/dev".into(),
+                access: "readwrite",
+                optional: false,
+            }),
+            Op::Proc(_) => rules.push(Rule {
+                path: "/proc".into(),
+                access: "read",
+                optional: false,
+            }),
+            // Writable places are also executable: agents and CI jobs run
+            // what they build (docs/policy.md: `execute` is no no-exec
+            // guarantee anyway, the loader can run any readable file).
+            Op::Tmpfs(p) => rules.push(Rule {
+                path: p.clone(),
+                access: "readwriteexecute",
+                // The synthetic dirs exist only inside bwrap.
+                optional: opts.layers == Layers::Inner,
+            }),
+            Op::Bind(p) => rules.push(Rule {
+                path: p.clone(),
+                access: "readwriteexecute",
+                optional: false,
+            }),
+            _ => {}
+        }
+    }
+    let best_effort = opts.degrade_inner;
+    let helper_user = if opts.layers == Layers::Inner && host.euid == 0 {
+        Some((uid, gid))
+    } else {
+        None
+    };
+    let helper_policy = (opts.layers != Layers::Outer).then(|| {
+        policy::helper_policy(&policy::HelperPolicyInput {
+            rules,
+            deny,
+            network: opts.network.unwrap_or(profile.network),
+            best_effort,
+            profile,
+            env_set: env_set.clone(),
+            allow_injection: allow_inj.clone(),
+            user: helper_user,
+        })
+    });
+
+    // --- argv -------------------------------------------------------------------------------
+    let network = opts.network.unwrap_or(profile.network);
+    let mut fds: Vec<(i32, FdRole)> = Vec::new();
+    let mut inner: Vec<String> = Vec::new();
+    match opts.layers {
+        Layers::Both => {
+            inner.extend(
+                [HELPER_PATH, "--policy-file", POLICY_PATH, "--report-fd"].map(String::from),
+            );
+            inner.push(REPORT_FD.to_string());
+            inner.push("--".into());
+            fds.extend([
+                (REPORT_FD, FdRole::Report),
+                (POLICY_FD, FdRole::Policy),
+                (HELPER_FD, FdRole::Helper),
+            ]);
+        }
+        Layers::Inner => {
+            // Exec the verified helper through the fd that was hashed, so the file
+            // cannot be swapped in between.
+            inner.push(format!("/proc/self/fd/{HELPER_FD}"));
+            inner.extend(["--policy-fd".to_string(), POLICY_FD.to_string()]);
+            inner.extend([
+                "--report-fd".to_string(),
+                REPORT_FD.to_string(),
+                "--".into(),
+            ]);
+            fds.extend([
+                (REPORT_FD, FdRole::Report),
+                (POLICY_FD, FdRole::Policy),
+                (HELPER_FD, FdRole::Helper),
+            ]);
+        }
+        Layers::Outer => {}
+    }
+    inner.extend(opts.command.iter().cloned());
+
+    let mut bwrap_argv: Vec<String> = Vec::new();
+    let mut mounts = 0;
+    if opts.layers != Layers::Inner {
+        fds.push((INFO_FD, FdRole::Info));
+        let a = &mut bwrap_argv;
+        a.push(s(&host.bwrap));
+        a.push("--unshare-all".into());
+        if network == Network::Host {
+            a.push("--share-net".into());
+        }
+        // bwrap 0.8 needs an explicit --unshare-user for --disable-userns.
+        for f in [
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+        ] {
+            a.push(f.into());
+        }
+        a.extend([
+            "--uid".into(),
+            uid.to_string(),
+            "--gid".into(),
+            gid.to_string(),
+        ]);
+        a.extend(["--info-fd".into(), INFO_FD.to_string()]);
+        let mut next_empty = FIRST_EMPTY_FD;
+        for op in &ops {
+            mounts += 1;
+            match op {
+                Op::RoBind { path, try_ } => {
+                    a.push(if *try_ { "--ro-bind-try" } else { "--ro-bind" }.into());
+                    a.push(s(path));
+                    a.push(s(path));
+                }
+                Op::Symlink { target, link } => {
+                    a.extend(["--symlink".into(), s(target), s(link)]);
+                }
+                Op::Dev => a.extend(["--dev".into(), "/dev".into()]),
+                Op::Proc(ProcStrategy::Fresh) => a.extend(["--proc".into(), "/proc".into()]),
+                Op::Proc(ProcStrategy::BindRo) => {
+                    a.extend(["--ro-bind".into(), "/proc".into(), "/proc".into()])
+                }
+                Op::Proc(ProcStrategy::Tmpfs) => a.extend(["--tmpfs".into(), "/proc".into()]),
+                Op::Tmpfs(p) | Op::MaskDir(p) => a.extend(["--tmpfs".into(), s(p)]),
+                Op::MaskFile(p) => {
+                    a.extend(["--ro-bind-data".into(), next_empty.to_string(), s(p)]);
+                    fds.push((next_empty, FdRole::Empty));
+                    next_empty += 1;
+                }
+                Op::Bind(p) => a.extend(["--bind".into(), s(p), s(p)]),
+                Op::RoBindFd { fd, dest } => {
+                    a.extend(["--ro-bind-fd".into(), fd.to_string(), (*dest).into()])
+                }
+            }
+        }
+        a.extend(["--chdir".into(), s(&cwd), "--".into()]);
+        a.extend(inner.iter().cloned());
+    }
+    fds.sort_by_key(|f| f.0);
+
+    let mut degraded = Vec::new();
+    if host.proc == ProcStrategy::Tmpfs {
+        degraded.push("/proc is an empty tmpfs".to_string());
+    }
+    notes.extend(degraded);
+
+    Ok(Plan {
+        layers: opts.layers,
+        bwrap_argv,
+        inner_argv: inner,
+        helper_policy,
+        env: env.into_iter().collect(),
+        fds,
+        uid,
+        gid,
+        switch_to,
+        cwd,
+        timeout: opts.timeout.or(profile.timeout),
+        network,
+        proc: host.proc,
+        profile: profile.name.clone(),
+        mounts,
+        best_effort_inner: best_effort,
+        notes,
+    })
+}
+
+fn dedup(v: &mut Vec<PathBuf>) {
+    let mut seen = Vec::new();
+    v.retain(|p| {
+        if seen.contains(p) {
+            false
+        } else {
+            seen.push(p.clone());
+            true
+        }
+    });
+}
+
+type UidGid = (u32, u32);
+
+/// uid/gid for the sandbox, and whether the launcher must switch to it first.
+fn choose_uid(
+    opts: &Options,
+    host: &Host,
+    fs: &dyn Fs,
+    ws: &Path,
+) -> Result<(u32, u32, Option<UidGid>)> {
+    if host.euid != 0 {
+        // Unprivileged: bwrap maps only our own uid, so the sandbox runs as us.
+        if let Some(u) = opts.uid {
+            if u != host.euid {
+                return Err(Error::Uid(format!(
+                    "--uid {u} needs the launcher to run as root (running as uid {})",
+                    host.euid
+                )));
+            }
+        }
+        return Ok((host.euid, host.egid, None));
+    }
+    // Root: never run the command as host uid 0 (uid 0 without capabilities can
+    // still write root-owned files such as /proc/sys/kernel/core_pattern).
+    let uid = match opts.uid {
+        Some(0) => {
+            return Err(Error::Uid(
+                "--uid 0 refused: the sandbox never runs as host root".into(),
+            ))
+        }
+        Some(u) => u,
+        None => match fs.lstat(ws) {
+            Some(m) if m.uid != 0 => m.uid,
+            _ => NOBODY,
+        },
+    };
+    let gid = (host.gid_of)(uid).unwrap_or(uid);
+    if gid == 0 {
+        return Err(Error::Uid(format!("uid {uid} has primary gid 0; refused")));
+    }
+    if opts.layers == Layers::Inner {
+        // The helper switches users itself (it needs CAP_SETUID, which root has).
+        return Ok((uid, gid, None));
+    }
+    Ok((uid, gid, Some((uid, gid))))
+}
+
+/// The directory must be visible inside: provided by a mount, not hidden.
+fn check_visible_dir(ops: &[Op], fs: &dyn Fs, d: &Path) -> Result<()> {
+    let visible = match provider(ops, d) {
+        None => false,
+        Some(Op::MaskDir(_) | Op::MaskFile(_)) => false,
+        Some(op) if op.host_content() => {
+            fs.canonicalize(d).ok().as_deref() == Some(d)
+                && fs.lstat(d).map(|m| m.kind) == Some(Kind::Dir)
+        }
+        // Synthetic filesystems are empty: only their root exists.
+        Some(op) => op.dest() == d,
+    };
+    if visible {
+        Ok(())
+    } else {
+        Err(Error::path(
+            d,
+            "working directory is not visible in the sandbox (not under the workspace or any mounted path, or hidden); use --cwd inside the workspace or add it with --ro/--rw",
+        ))
+    }
+}
+
+fn visible_file(ops: &[Op], fs: &dyn Fs, p: &Path) -> Option<u32> {
+    let real = fs.canonicalize(p).ok()?;
+    match provider(ops, &real) {
+        Some(op) if op.host_content() => {}
+        _ => return None,
+    }
+    let m = fs.lstat(&real)?;
+    (m.kind != Kind::Dir).then_some(m.mode)
+}
+
+/// Find the command the way the helper will (PATH search for names without '/'),
+/// so "not found" / "not executable" are reported as 127 / 126 before anything runs.
+fn resolve_command(ops: &[Op], fs: &dyn Fs, cmd: &str, cwd: &Path, path: &str) -> Result<()> {
+    let check = |p: &Path| -> Option<Result<()>> {
+        let mode = visible_file(ops, fs, p)?;
+        Some(if mode & 0o111 != 0 {
+            Ok(())
+        } else {
+            Err(Error::CommandNotExecutable(p.display().to_string()))
+        })
+    };
+    if cmd.contains('/') {
+        let p = cwd.join(cmd);
+        return check(&p).unwrap_or_else(|| {
+            Err(Error::CommandNotFound(format!(
+                "{cmd} (not present in the sandbox)"
+            )))
+        });
+    }
+    let mut first_err = None;
+    for dir in path.split(':').filter(|d| d.starts_with('/')) {
+        match check(&Path::new(dir).join(cmd)) {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    Err(first_err.unwrap_or_else(|| {
+        Error::CommandNotFound(format!("{cmd} (not in the sandbox's PATH={path})"))
+    }))
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,634 @@
+use super::*;
+use crate::paths::fake::FakeFs;
+use crate::policy::builtin;
+
+fn gid_of(uid: u32) -> Option<u32> {
+    Some(uid)
+}
+
+fn host(euid: u32) -> Host {
+    let mut env = BTreeMap::new();
+    env.insert("PATH".into(), "/usr/bin:/bin".into());
+    env.insert("HOME".into(), "/home/alice".into());
+    env.insert("LANG".into(), "C.UTF-8".into());
+    env.insert("SECRET_TOKEN".into(), "hunter2".into());
+    env.insert("LD_PRELOAD".into(), "/evil.so".into());
+    Host {
+        euid,
+        egid: euid,
+        env,
+        homes: vec!["/home/alice".into(), "/root".into()],
+        bwrap: "/usr/bin/bwrap".into(),
+        proc: ProcStrategy::Fresh,
+        gid_of,
+    }
+}
+
+fn opts(cmd: &[&str]) -> Options {
+    Options::new(
+        cmd.iter().map(|s| s.to_string()).collect(),
+        "/work/ws".into(),
+    )
+}
+
+fn plan_with(fs: &FakeFs, o: &Options, euid: u32) -> Result<Plan> {
+    build(&builtin("default").unwrap(), o, &host(euid), fs)
+}
+
+fn plan(o: &Options) -> Plan {
+    plan_with(&FakeFs::host(), o, 1000).unwrap()
+}
+
+fn pos(argv: &[String], seq: &[&str]) -> Option<usize> {
+    argv.windows(seq.len())
+        .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+}
+
+/// The exact argv of the default profile, documented in docs/profiles.md.
+#[test]
+fn default_profile_exact_argv() {
+    let p = plan(&opts(&["true"]));
+    let expected: Vec<&str> = vec![
+        "/usr/bin/bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        "1000",
+        "--gid",
+        "1000",
+        "--info-fd",
+        "4",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/home/sandbox",
+        "--ro-bind-data",
+        "7",
+        "/etc/shadow",
+        "--ro-bind-data",
+        "8",
+        "/etc/gshadow",
+        "--bind",
+        "/work/ws",
+        "/work/ws",
+        "--ro-bind-fd",
+        "5",
+        "/.cordon/policy.json",
+        "--ro-bind-fd",
+        "6",
+        "/.cordon/cordon-helper",
+        "--chdir",
+        "/work/ws",
+        "--",
+        "/.cordon/cordon-helper",
+        "--policy-file",
+        "/.cordon/policy.json",
+        "--report-fd",
+        "3",
+        "--",
+        "true",
+    ];
+    assert_eq!(p.bwrap_argv, expected);
+    assert_eq!(
+        p.fds,
+        vec![
+            (3, FdRole::Report),
+            (4, FdRole::Info),
+            (5, FdRole::Policy),
+            (6, FdRole::Helper),
+            (7, FdRole::Empty),
+            (8, FdRole::Empty)
+        ]
+    );
+    assert_eq!(p.switch_to, None);
+}
+
+/// Invariants that hold for every profile and option combination.
+fn check_invariants(p: &Plan) {
+    let a = &p.bwrap_argv;
+    if p.layers == Layers::Inner {
+        assert!(a.is_empty());
+        return;
+    }
+    for f in [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+    ] {
+        assert_eq!(a.iter().filter(|x| *x == f).count(), 1, "{f} in {a:?}");
+    }
+    assert!(pos(a, &["--cap-drop", "ALL"]).is_some());
+    // --share-net only after --unshare-all, and only for host networking.
+    match p.network {
+        Network::Host => {
+            assert!(pos(a, &["--share-net"]).unwrap() > pos(a, &["--unshare-all"]).unwrap())
+        }
+        Network::None => assert!(!a.iter().any(|x| x == "--share-net")),
+    }
+    assert!(
+        !a.iter().any(|x| x == "--clearenv"),
+        "environment is cleared by spawning, not by bwrap"
+    );
+    // Options come before the first mount; `--` precedes the command.
+    let dd = a.iter().position(|x| x == "--").unwrap();
+    assert_eq!(&a[dd + 1..], &p.inner_argv[..]);
+    // Mount order: no read-only root after the first mask; no mask or ro root
+    // between writable binds unless nested in one.
+    let ops: Vec<(usize, &str, &str)> = a[..dd]
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| {
+            x.starts_with("--")
+                && !matches!(
+                    x.as_str(),
+                    "--uid" | "--gid" | "--info-fd" | "--chdir" | "--cap-drop"
+                )
+        })
+        .filter_map(|(i, x)| a.get(i + 1).map(|n| (i, x.as_str(), n.as_str())))
+        .collect();
+    let binds: Vec<&str> = ops
+        .iter()
+        .filter(|o| o.1 == "--bind")
+        .map(|o| o.2)
+        .collect();
+    let first_bind = ops.iter().position(|o| o.1 == "--bind");
+    if let Some(fb) = first_bind {
+        for o in &ops[fb..] {
+            let dest = match o.1 {
+                "--ro-bind" | "--ro-bind-try" => o.2,
+                "--ro-bind-data" => a[o.0 + 2].as_str(),
+                "--tmpfs" => o.2,
+                _ => continue,
+            };
+            assert!(
+                binds.iter().any(|b| Path::new(dest).starts_with(b)),
+                "{} {dest} after a writable bind but not nested in one",
+                o.1
+            );
+        }
+    }
+    // Every masked path is masked after any writable bind that contains it.
+    for (i, o) in ops.iter().enumerate() {
+        if o.1 == "--bind" {
+            for later in &ops[..i] {
+                let dest = if later.1 == "--ro-bind-data" {
+                    a[later.0 + 2].as_str()
+                } else {
+                    later.2
+                };
+                let is_mask = later.1 == "--ro-bind-data"
+                    || (later.1 == "--tmpfs"
+                        && !["/tmp", "/home/sandbox", "/home", "/proc"].contains(&dest));
+                if is_mask && Path::new(dest).starts_with(o.2) {
+                    assert!(
+                        ops[i..]
+                            .iter()
+                            .any(|m| (m.1 == "--ro-bind-data" && a[m.0 + 2] == dest)
+                                || (m.1 == "--tmpfs" && m.2 == dest)),
+                        "mask {dest} re-exposed by writable bind {}",
+                        o.2
+                    );
+                }
+            }
+        }
+    }
+    // Writable binds are never sensitive.
+    for b in &binds {
+        assert!(
+            paths::never_writable(Path::new(b), &["/home/alice".into(), "/root".into()]).is_none(),
+            "{b}"
+        );
+    }
+    // No caller secret in argv.
+    assert!(!a.iter().any(|x| x.contains("hunter2")));
+    if p.layers == Layers::Both {
+        assert_eq!(
+            &p.inner_argv[..6],
+            &[
+                "/.cordon/cordon-helper",
+                "--policy-file",
+                "/.cordon/policy.json",
+                "--report-fd",
+                "3",
+                "--"
+            ]
+        );
+    }
+}
+
+#[test]
+fn invariants_across_profiles_and_options() {
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/.git");
+    fs.file("/work/ws/.env", 1);
+    fs.dir("/opt");
+    fs.dir("/nix");
+    fs.dir("/nix/store");
+    for prof in crate::policy::BUILTIN_NAMES {
+        for layers in [Layers::Both, Layers::Outer, Layers::Inner] {
+            for net in [None, Some(Network::Host), Some(Network::None)] {
+                for euid in [0, 1000] {
+                    let mut o = opts(&["sh", "-c", "x"]);
+                    o.layers = layers;
+                    o.network = net;
+                    o.ro.push("/work/ws/.git".into());
+                    o.hide.push("/work/ws/.env".into());
+                    o.env.push(EnvArg::Set("TOKEN".into(), "hunter2".into()));
+                    let p = build(&builtin(prof).unwrap(), &o, &host(euid), &fs)
+                        .unwrap_or_else(|e| panic!("{prof} {layers:?} {euid}: {e}"));
+                    check_invariants(&p);
+                    if euid == 0 {
+                        assert_ne!(p.uid, 0);
+                        assert_ne!(p.gid, 0);
+                        if layers != Layers::Inner {
+                            assert_eq!(p.switch_to, Some((p.uid, p.gid)));
+                        } else {
+                            assert_eq!(p.helper_policy.as_ref().unwrap()["user"]["uid"], p.uid);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn share_net_only_for_host_network() {
+    let mut o = opts(&["true"]);
+    assert!(!plan(&o).bwrap_argv.contains(&"--share-net".to_string()));
+    o.network = Some(Network::Host);
+    let p = plan(&o);
+    assert!(pos(&p.bwrap_argv, &["--unshare-all", "--share-net"]).is_some());
+    let pol = p.helper_policy.unwrap();
+    assert_eq!(pol["network"]["tcpConnect"], "any");
+}
+
+#[test]
+fn env_allowlist_and_secrets() {
+    let mut o = opts(&["true"]);
+    o.env.push(EnvArg::Set("API_KEY".into(), "s3cr3t".into()));
+    o.env.push(EnvArg::Pass("NOT_SET_ANYWHERE".into()));
+    let p = plan(&o);
+    let names: Vec<&str> = p.env.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, vec!["HOME", "LANG", "PATH"]);
+    assert!(p.env.contains(&("HOME".into(), "/home/sandbox".into())));
+    assert!(!p.bwrap_argv.iter().any(|a| a.contains("s3cr3t")));
+    assert!(!p
+        .env
+        .iter()
+        .any(|(_, v)| v.contains("s3cr3t") || v.contains("hunter2")));
+    assert_eq!(p.helper_policy.unwrap()["env"]["set"]["API_KEY"], "s3cr3t");
+
+    // Passing a present variable by name.
+    let mut o = opts(&["true"]);
+    o.env.push(EnvArg::Pass("SECRET_TOKEN".into()));
+    assert!(plan(&o)
+        .env
+        .contains(&("SECRET_TOKEN".into(), "hunter2".into())));
+
+    // Outer only: values go to bwrap's environment, still not argv.
+    let mut o = opts(&["true"]);
+    o.layers = Layers::Outer;
+    o.env.push(EnvArg::Set("API_KEY".into(), "s3cr3t".into()));
+    let p = plan(&o);
+    assert!(p.env.contains(&("API_KEY".into(), "s3cr3t".into())));
+    assert!(!p.bwrap_argv.iter().any(|a| a.contains("s3cr3t")));
+}
+
+#[test]
+fn injection_refused_unless_allowed() {
+    for e in [
+        EnvArg::Pass("LD_PRELOAD".into()),
+        EnvArg::Set("ld_preload".into(), "x".into()),
+        EnvArg::Set("NODE_OPTIONS".into(), "--require x".into()),
+        EnvArg::Set("BASH_ENV".into(), "x".into()),
+    ] {
+        let mut o = opts(&["true"]);
+        o.env.push(e.clone());
+        let err = plan_with(&FakeFs::host(), &o, 1000).unwrap_err();
+        assert!(matches!(err, Error::Env(_)), "{e:?}: {err}");
+        o.allow_injection.push(match &e {
+            EnvArg::Pass(n) | EnvArg::Set(n, _) => n.to_uppercase(),
+        });
+        let p = plan_with(&FakeFs::host(), &o, 1000).unwrap();
+        assert!(!p.helper_policy.unwrap()["env"]["allowInjection"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+    }
+    let mut o = opts(&["true"]);
+    o.env.push(EnvArg::Set("BAD-NAME".into(), "x".into()));
+    assert!(matches!(
+        plan_with(&FakeFs::host(), &o, 1000),
+        Err(Error::Env(_))
+    ));
+}
+
+#[test]
+fn root_runs_as_workspace_owner_or_nobody() {
+    let mut fs = FakeFs::host();
+    let p = plan_with(&fs, &opts(&["true"]), 0).unwrap();
+    assert_eq!(
+        (p.uid, p.gid, p.switch_to),
+        (1000, 1000, Some((1000, 1000)))
+    );
+    assert!(pos(&p.bwrap_argv, &["--uid", "1000", "--gid", "1000"]).is_some());
+
+    fs.owner("/work/ws", 0);
+    // Workspace owned by root: nobody cannot write it (mode 0755) → clear error.
+    let e = plan_with(&fs, &opts(&["true"]), 0).unwrap_err();
+    assert!(matches!(e, Error::Uid(_)), "{e}");
+    assert!(e.to_string().contains("uid 65534"), "{e}");
+
+    let mut o = opts(&["true"]);
+    o.uid = Some(0);
+    assert!(matches!(
+        plan_with(&FakeFs::host(), &o, 0),
+        Err(Error::Uid(_))
+    ));
+    o.uid = Some(1000);
+    assert!(plan_with(&FakeFs::host(), &o, 0).is_ok());
+    // Unprivileged callers cannot pick another uid.
+    o.uid = Some(1234);
+    assert!(matches!(
+        plan_with(&FakeFs::host(), &o, 1000),
+        Err(Error::Uid(_))
+    ));
+}
+
+#[test]
+fn workspace_symlinks_refused() {
+    let mut fs = FakeFs::host();
+    fs.link("/work/abs", "/work/ws");
+    fs.link("/work/rel", "ws");
+    for ws in ["/work/abs", "/work/rel"] {
+        let o = Options::new(vec!["true".into()], ws.into());
+        let e = plan_with(&fs, &o, 1000).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+    }
+    let o = Options::new(vec!["true".into()], "/tmpfoo".into());
+    assert!(plan_with(&fs, &o, 1000).is_err());
+}
+
+#[test]
+fn credential_dirs_never_writable_and_hidden() {
+    let fs = FakeFs::host();
+    for p in [
+        "/home/alice/.ssh",
+        "/root/.ssh",
+        "/proc",
+        "/",
+        "/run",
+        "/dev",
+        "/sys",
+    ] {
+        let mut o = opts(&["true"]);
+        o.rw.push(p.into());
+        let e = plan_with(&fs, &o, 1000).unwrap_err();
+        assert!(e.to_string().contains("never writable"), "{p}: {e}");
+    }
+    // A writable home gets its credential dirs masked after the bind.
+    let mut o = opts(&["true"]);
+    o.rw.push("/home/alice".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let b = pos(&p.bwrap_argv, &["--bind", "/home/alice", "/home/alice"]).unwrap();
+    let m = pos(&p.bwrap_argv, &["--tmpfs", "/home/alice/.ssh"]).unwrap();
+    assert!(m > b);
+    assert!(pos(&p.bwrap_argv, &["--tmpfs", "/home/alice/.aws"]).unwrap() > b);
+    let pol = p.helper_policy.unwrap();
+    assert!(pol["filesystem"]["deny"]
+        .as_array()
+        .unwrap()
+        .contains(&"/home/alice/.ssh".into()));
+    // Read-only exposure of a credential dir needs `show`.
+    let mut o = opts(&["true"]);
+    o.ro.push("/home/alice/.ssh".into());
+    assert!(plan_with(&fs, &o, 1000).is_err());
+}
+
+#[test]
+fn hide_rules() {
+    let mut fs = FakeFs::host();
+    fs.file("/etc/hl", 2);
+    let mut o = opts(&["true"]);
+    o.hide.push("/etc/hl".into());
+    let e = plan_with(&fs, &o, 1000).unwrap_err();
+    assert!(e.to_string().contains("hard links"), "{e}");
+
+    // Absent under a read-only parent: skipped (bwrap would fail to create it).
+    let mut o = opts(&["true"]);
+    o.hide.push("/usr/absent".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    assert!(!p.bwrap_argv.iter().any(|a| a == "/usr/absent"));
+    assert!(p.notes.iter().any(|n| n.contains("/usr/absent")));
+
+    // A writable path inside a hidden dir is refused (it would re-expose it).
+    fs.dir("/work/secret");
+    fs.dir("/work/secret/sub");
+    let mut o = opts(&["true"]);
+    o.ro.push("/work".into());
+    o.hide.push("/work/secret".into());
+    o.rw.push("/work/secret/sub".into());
+    let e = plan_with(&fs, &o, 1000).unwrap_err();
+    assert!(e.to_string().contains("re-expose"), "{e}");
+}
+
+#[test]
+fn nested_ro_under_workspace_comes_after_bind() {
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/.git");
+    let mut o = opts(&["true"]);
+    o.ro.push("/work/ws/.git".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let b = pos(&p.bwrap_argv, &["--bind", "/work/ws", "/work/ws"]).unwrap();
+    let r = pos(
+        &p.bwrap_argv,
+        &["--ro-bind", "/work/ws/.git", "/work/ws/.git"],
+    )
+    .unwrap();
+    assert!(r > b);
+}
+
+#[test]
+fn cwd_must_be_visible() {
+    let fs = FakeFs::host();
+    let mut o = opts(&["true"]);
+    o.cwd = Some("/home/alice".into());
+    let e = plan_with(&fs, &o, 1000).unwrap_err();
+    assert!(e.to_string().contains("not visible"), "{e}");
+    o.cwd = Some("/tmp".into());
+    assert!(plan_with(&fs, &o, 1000).is_ok());
+    o.cwd = Some("/usr/bin".into());
+    assert!(plan_with(&fs, &o, 1000).is_ok());
+}
+
+#[test]
+fn command_resolution() {
+    let mut fs = FakeFs::host();
+    assert!(matches!(
+        plan_with(&fs, &opts(&["nope"]), 1000),
+        Err(Error::CommandNotFound(_))
+    ));
+    assert!(plan_with(&fs, &opts(&["/usr/bin/true"]), 1000).is_ok());
+    assert!(plan_with(&fs, &opts(&["/bin/true"]), 1000).is_ok());
+    // Present on the host but not visible inside.
+    fs.file("/home/alice/tool", 1);
+    assert!(matches!(
+        plan_with(&fs, &opts(&["/home/alice/tool"]), 1000),
+        Err(Error::CommandNotFound(_))
+    ));
+}
+
+#[test]
+fn trusted_maintenance_host_root() {
+    let mut fs = FakeFs::host();
+    fs.dir("/opt");
+    let prof = builtin("trusted-maintenance").unwrap();
+    let mut o = opts(&["true"]);
+    o.cache_root = Some("/var".into());
+    let p = build(&prof, &o, &host(1000), &fs).unwrap();
+    let a = &p.bwrap_argv;
+    assert!(pos(a, &["--ro-bind-try", "/opt", "/opt"]).is_some());
+    assert!(pos(a, &["--ro-bind-try", "/root", "/root"]).is_some());
+    assert!(pos(a, &["--tmpfs", "/root/.ssh"]).is_some(), "{a:?}");
+    assert!(pos(a, &["--tmpfs", "/home"]).is_some());
+    for hidden in ["/sys", "/run", "/proc"] {
+        assert!(pos(a, &["--ro-bind-try", hidden, hidden]).is_none());
+    }
+    assert!(pos(a, &["--ro-bind-data", "7", "/etc/shadow"]).is_some());
+    assert!(pos(a, &["--bind", "/var", "/var"]).is_some());
+    let pol = p.helper_policy.unwrap();
+    assert_eq!(pol["env"]["set"]["XDG_CACHE_HOME"], "/var/cache");
+    assert!(a.contains(&"--share-net".to_string()));
+}
+
+#[test]
+fn public_bot_no_etc_ro_workspace() {
+    let mut fs = FakeFs::host();
+    fs.dir("/nix");
+    fs.dir("/nix/store");
+    let p = build(
+        &builtin("public-bot").unwrap(),
+        &opts(&["true"]),
+        &host(1000),
+        &fs,
+    )
+    .unwrap();
+    let a = &p.bwrap_argv;
+    assert!(!a.iter().any(|x| x == "/etc"));
+    assert!(pos(a, &["--ro-bind", "/work/ws", "/work/ws"]).is_some());
+    assert!(!a.iter().any(|x| x == "--bind"));
+    assert!(pos(a, &["--ro-bind-try", "/nix/store", "/nix/store"]).is_some());
+}
+
+#[test]
+fn layers_inner_and_outer() {
+    let mut o = opts(&["true"]);
+    o.layers = Layers::Inner;
+    let p = plan(&o);
+    assert!(p.bwrap_argv.is_empty());
+    assert_eq!(
+        p.inner_argv[..5],
+        ["/proc/self/fd/6", "--policy-fd", "5", "--report-fd", "3"]
+    );
+    assert!(p.helper_policy.is_some());
+    o.layers = Layers::Outer;
+    let p = plan(&o);
+    assert!(p.helper_policy.is_none());
+    let dd = p.bwrap_argv.iter().position(|x| x == "--").unwrap();
+    assert_eq!(p.bwrap_argv[dd + 1..], ["true"]);
+    assert!(!p.bwrap_argv.iter().any(|x| x.contains(".cordon")));
+}
+
+#[test]
+fn helper_policy_mirrors_mounts() {
+    let p = plan(&opts(&["true"]));
+    let pol = p.helper_policy.unwrap();
+    let allow = pol["filesystem"]["allow"].as_array().unwrap();
+    let has = |path: &str, access: &str| {
+        allow
+            .iter()
+            .any(|r| r["path"] == path && r["access"] == access)
+    };
+    assert!(has("/usr", "execute"));
+    assert!(has("/etc", "execute"));
+    assert!(has("/work/ws", "readwriteexecute"));
+    assert!(has("/tmp", "readwriteexecute"));
+    assert!(has("/dev", "readwrite"));
+    assert!(has("/home/sandbox", "readwriteexecute"));
+    assert!(pol.get("network").is_none());
+    assert!(pol.get("syscalls").is_none(), "default syscall profile");
+    assert_eq!(pol["landlock"]["compat"], "hard_requirement");
+    assert_eq!(
+        pol["filesystem"]["deny"],
+        serde_json::json!(["/etc/shadow", "/etc/gshadow"])
+    );
+    assert_eq!(pol["rlimits"]["core"], 0);
+}
+
+#[test]
+fn proc_strategies() {
+    let fs = FakeFs::host();
+    for (s, want) in [
+        (ProcStrategy::Fresh, vec!["--proc", "/proc"]),
+        (ProcStrategy::BindRo, vec!["--ro-bind", "/proc", "/proc"]),
+        (ProcStrategy::Tmpfs, vec!["--tmpfs", "/proc"]),
+    ] {
+        let mut h = host(1000);
+        h.proc = s;
+        let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
+        assert!(pos(&p.bwrap_argv, &want).is_some(), "{s:?}");
+    }
+}
+
+#[test]
+fn ro_root_under_tmp_is_mounted_after_the_tmpfs() {
+    let mut fs = FakeFs::host();
+    fs.dir("/tmp/data");
+    let mut o = opts(&["true"]);
+    o.ro.push("/tmp/data".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let t = pos(&p.bwrap_argv, &["--tmpfs", "/tmp"]).unwrap();
+    let r = pos(&p.bwrap_argv, &["--ro-bind", "/tmp/data", "/tmp/data"]).unwrap();
+    assert!(r > t);
+    // ...but the host /home stays covered by trusted-maintenance's tmpfs.
+    let p = build(
+        &builtin("trusted-maintenance").unwrap(),
+        &opts(&["true"]),
+        &host(1000),
+        &fs,
+    )
+    .unwrap();
+    let b = pos(&p.bwrap_argv, &["--ro-bind-try", "/home", "/home"]).unwrap();
+    let t = pos(&p.bwrap_argv, &["--tmpfs", "/home"]).unwrap();
+    assert!(t > b);
+}

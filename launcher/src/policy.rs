@@ -1,0 +1,521 @@
+//! Profiles (built-in and from config files), the environment allowlist, and the
+//! helper policy JSON (docs/policy.md) that mirrors the mounts as a second layer.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    None,
+    Host,
+}
+
+impl std::str::FromStr for Network {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "none" => Ok(Network::None),
+            "host" => Ok(Network::Host),
+            _ => Err(Error::Usage(format!(
+                "--network: expected none|host, got {s:?}"
+            ))),
+        }
+    }
+}
+
+/// How the workspace is mounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceAccess {
+    /// Read-write bind (the default).
+    Rw,
+    /// Read-only bind.
+    Ro,
+    /// Not mounted at all.
+    None,
+}
+
+/// A profile as written in a config file. Lists are appended to the profile it
+/// `extends`; scalars replace.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileDef {
+    pub extends: Option<String>,
+    pub description: Option<String>,
+    /// Read-only roots that must exist. "/" means every top-level entry of the host
+    /// root except /proc, /sys, /dev, /run, /tmp (which are replaced or hidden).
+    #[serde(default)]
+    pub ro: Vec<PathBuf>,
+    /// Read-only roots bound only when present (symlinks become symlinks).
+    #[serde(default)]
+    pub ro_try: Vec<PathBuf>,
+    /// Paths hidden: an empty tmpfs over directories, an empty file over files.
+    #[serde(default)]
+    pub hide: Vec<PathBuf>,
+    /// Extra read-write paths.
+    #[serde(default)]
+    pub rw: Vec<PathBuf>,
+    /// Empty tmpfs directories (nothing persists).
+    #[serde(default)]
+    pub tmpfs: Vec<PathBuf>,
+    /// Sensitive paths this profile deliberately shows (e.g. "/" for a host view).
+    #[serde(default)]
+    pub show: Vec<PathBuf>,
+    /// Environment variables passed through by name when present.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Environment variables set to a value (travel in the 0600 policy file).
+    #[serde(default)]
+    pub env_set: BTreeMap<String, String>,
+    /// Injection variables (LD_PRELOAD, ...) deliberately allowed.
+    #[serde(default)]
+    pub allow_injection: Vec<String>,
+    pub network: Option<Network>,
+    /// Helper rlimits, as in docs/policy.md.
+    pub rlimits: Option<Map<String, Value>>,
+    /// Helper syscall policy, as in docs/policy.md (absent: the default profile).
+    pub syscalls: Option<Value>,
+    /// Default timeout in seconds.
+    pub timeout: Option<u64>,
+    /// HOME inside the sandbox (an empty tmpfs).
+    pub home: Option<PathBuf>,
+    pub workspace: Option<WorkspaceAccess>,
+    /// A persistent, writable cache root: XDG_CACHE_HOME=<root>/cache, XDG_STATE_HOME=<root>/state.
+    pub cache_root: Option<PathBuf>,
+}
+
+/// A fully resolved profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub name: String,
+    pub ro: Vec<PathBuf>,
+    pub ro_try: Vec<PathBuf>,
+    pub hide: Vec<PathBuf>,
+    pub rw: Vec<PathBuf>,
+    pub tmpfs: Vec<PathBuf>,
+    pub show: Vec<PathBuf>,
+    pub env: Vec<String>,
+    pub env_set: BTreeMap<String, String>,
+    pub allow_injection: Vec<String>,
+    pub network: Network,
+    pub rlimits: Map<String, Value>,
+    pub syscalls: Option<Value>,
+    pub timeout: Option<u64>,
+    pub home: PathBuf,
+    pub workspace: WorkspaceAccess,
+    pub cache_root: Option<PathBuf>,
+}
+
+/// The usr-merge roots: bound when present, recreated as symlinks when they are links.
+pub const SYSTEM_LIBS: &[&str] = &["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
+
+pub const DEFAULT_HOME: &str = "/home/sandbox";
+
+fn paths(v: &[&str]) -> Vec<PathBuf> {
+    v.iter().map(PathBuf::from).collect()
+}
+
+fn base(name: &str) -> Profile {
+    let mut rlimits = Map::new();
+    // No core dumps: a crashing command must not write its memory (and any secret
+    // in it) into the workspace.
+    rlimits.insert("core".into(), json!(0));
+    Profile {
+        name: name.into(),
+        ro: paths(&["/usr"]),
+        ro_try: paths(SYSTEM_LIBS),
+        hide: vec![],
+        rw: vec![],
+        tmpfs: vec![],
+        show: vec![],
+        env: vec![],
+        env_set: BTreeMap::new(),
+        allow_injection: vec![],
+        network: Network::None,
+        rlimits,
+        syscalls: None,
+        timeout: None,
+        home: PathBuf::from(DEFAULT_HOME),
+        workspace: WorkspaceAccess::Rw,
+        cache_root: None,
+    }
+}
+
+pub const BUILTIN_NAMES: &[&str] = &["default", "public-bot", "trusted-maintenance"];
+
+/// The built-in profiles (mount tables in docs/profiles.md).
+pub fn builtin(name: &str) -> Option<Profile> {
+    match name {
+        "default" => {
+            let mut p = base(name);
+            p.ro.push("/etc".into());
+            p.hide = paths(&["/etc/shadow", "/etc/gshadow"]);
+            Some(p)
+        }
+        "public-bot" => {
+            let mut p = base(name);
+            // Runtimes installed by Nix live in /nix/store; nothing from /etc.
+            p.ro_try.push("/nix/store".into());
+            p.workspace = WorkspaceAccess::Ro;
+            Some(p)
+        }
+        "trusted-maintenance" => {
+            let mut p = base(name);
+            p.ro = paths(&["/"]);
+            p.ro_try = vec![];
+            p.show = paths(&["/"]);
+            p.tmpfs = paths(&["/home"]);
+            p.hide = paths(&["/etc/shadow", "/etc/gshadow"]);
+            p.network = Network::Host;
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+/// A config file: `[profiles.NAME]` tables (TOML) or `{"profiles": {...}}` (JSON).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileDef>,
+}
+
+impl Config {
+    pub fn parse(path: &Path, text: &str) -> Result<Config> {
+        let is_json = path.extension().is_some_and(|e| e == "json");
+        let cfg = if is_json {
+            serde_json::from_str(text).map_err(|e| e.to_string())
+        } else {
+            toml::from_str(text).map_err(|e| e.to_string())
+        };
+        cfg.map_err(|reason| Error::Config {
+            path: path.into(),
+            reason,
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Resolve a profile by name: config first, then built-ins.
+    pub fn resolve(&self, name: &str) -> Result<Profile> {
+        self.resolve_depth(name, 0)
+    }
+
+    fn resolve_depth(&self, name: &str, depth: usize) -> Result<Profile> {
+        if depth > 16 {
+            return Err(Error::Usage(format!(
+                "profile {name}: extends chain too deep"
+            )));
+        }
+        let Some(def) = self.profiles.get(name) else {
+            return builtin(name).ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown profile {name:?} (built-in: {})",
+                    BUILTIN_NAMES.join(", ")
+                ))
+            });
+        };
+        let parent = def.extends.as_deref().unwrap_or("default");
+        let mut p = if parent == name {
+            builtin(name).ok_or_else(|| Error::Usage(format!("profile {name} extends itself")))?
+        } else {
+            self.resolve_depth(parent, depth + 1)?
+        };
+        p.name = name.into();
+        apply(&mut p, def.clone());
+        Ok(p)
+    }
+}
+
+fn apply(p: &mut Profile, d: ProfileDef) {
+    p.ro.extend(d.ro);
+    p.ro_try.extend(d.ro_try);
+    p.hide.extend(d.hide);
+    p.rw.extend(d.rw);
+    p.tmpfs.extend(d.tmpfs);
+    p.show.extend(d.show);
+    p.env.extend(d.env);
+    p.env_set.extend(d.env_set);
+    p.allow_injection.extend(d.allow_injection);
+    if let Some(n) = d.network {
+        p.network = n;
+    }
+    if let Some(r) = d.rlimits {
+        p.rlimits.extend(r);
+    }
+    if d.syscalls.is_some() {
+        p.syscalls = d.syscalls;
+    }
+    if d.timeout.is_some() {
+        p.timeout = d.timeout;
+    }
+    if let Some(h) = d.home {
+        p.home = h;
+    }
+    if let Some(w) = d.workspace {
+        p.workspace = w;
+    }
+    if d.cache_root.is_some() {
+        p.cache_root = d.cache_root;
+    }
+}
+
+/// Loader and interpreter injection variables, matched case-insensitively.
+/// Kept in step with the helper's list (docs/policy.md `env`), plus a few more.
+pub const INJECTION_VARS: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_DEBUG",
+    "LD_PROFILE",
+    "LD_ORIGIN_PATH",
+    "GCONV_PATH",
+    "BASH_ENV",
+    "ENV",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "PROMPT_COMMAND",
+    "ZDOTDIR",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "IFS",
+    "MALLOC_CONF",
+];
+
+/// Is `name` a loader/interpreter injection variable?
+pub fn is_injection(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    up.starts_with("LD_") || up.starts_with("BASH_FUNC_") || INJECTION_VARS.iter().any(|v| *v == up)
+}
+
+/// Environment names: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn validate_env_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ok = matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Env(format!("invalid variable name {name:?}")))
+    }
+}
+
+/// Refuse injection variables unless explicitly allowed.
+pub fn check_injection(name: &str, allowed: &[String]) -> Result<()> {
+    if is_injection(name) && !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
+        return Err(Error::Env(format!(
+            "{name} is a loader/interpreter injection variable; refused (allow it explicitly with --allow-env-injection {name})"
+        )));
+    }
+    Ok(())
+}
+
+/// The default allowlist, passed by name only when present in the caller's environment.
+pub const DEFAULT_ENV: &[&str] = &["PATH", "LANG", "TERM"];
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// One Landlock rule for the helper policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub path: PathBuf,
+    pub access: &'static str,
+    pub optional: bool,
+}
+
+/// Inputs for the helper policy, computed by the planner from the mount table.
+#[derive(Debug, Clone)]
+pub struct HelperPolicyInput<'a> {
+    pub rules: Vec<Rule>,
+    pub deny: Vec<PathBuf>,
+    pub network: Network,
+    pub best_effort: bool,
+    pub profile: &'a Profile,
+    pub env_set: BTreeMap<String, String>,
+    pub allow_injection: Vec<String>,
+    pub user: Option<(u32, u32)>,
+}
+
+/// The helper policy JSON (docs/policy.md).
+pub fn helper_policy(i: &HelperPolicyInput) -> Value {
+    let allow: Vec<Value> = i
+        .rules
+        .iter()
+        .map(|r| {
+            let mut o = json!({"path": r.path.to_string_lossy(), "access": r.access});
+            if r.optional {
+                o["optional"] = json!(true);
+            }
+            o
+        })
+        .collect();
+    let mut p = json!({
+        "version": 1,
+        "filesystem": {
+            "allow": allow,
+            "deny": i.deny.iter().map(|d| d.to_string_lossy()).collect::<Vec<_>>(),
+        },
+        "scope": {"signal": true, "abstractUnix": true},
+        "landlock": {"compat": if i.best_effort { "best_effort" } else { "hard_requirement" }},
+        "env": {
+            "clear": false,
+            "set": i.env_set,
+            "allowInjection": i.allow_injection,
+        },
+    });
+    // Without host networking the network namespace already has no route; Landlock
+    // denies TCP as well (absent section = no port). With host networking, leave
+    // TCP unrestricted by Landlock.
+    if i.network == Network::Host {
+        p["network"] = json!({"tcpBind": "any", "tcpConnect": "any"});
+    }
+    if !i.profile.rlimits.is_empty() {
+        p["rlimits"] = Value::Object(i.profile.rlimits.clone());
+    }
+    if let Some(s) = &i.profile.syscalls {
+        p["syscalls"] = s.clone();
+    }
+    if let Some((uid, gid)) = i.user {
+        p["user"] = json!({"uid": uid, "gid": gid});
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_exist() {
+        for n in BUILTIN_NAMES {
+            assert!(builtin(n).is_some(), "{n}");
+        }
+        assert!(builtin("nope").is_none());
+        let d = builtin("default").unwrap();
+        assert_eq!(d.network, Network::None);
+        assert!(d.hide.contains(&PathBuf::from("/etc/shadow")));
+        let t = builtin("trusted-maintenance").unwrap();
+        assert_eq!(t.network, Network::Host);
+        let b = builtin("public-bot").unwrap();
+        assert!(!b.ro.iter().any(|p| p == Path::new("/etc")));
+    }
+
+    #[test]
+    fn injection_case_insensitive() {
+        for n in [
+            "LD_PRELOAD",
+            "ld_preload",
+            "Node_Options",
+            "BASH_ENV",
+            "BASH_FUNC_x%%",
+            "LD_FOO",
+            "PYTHONPATH",
+        ] {
+            assert!(is_injection(n), "{n}");
+            assert!(check_injection(n, &[]).is_err(), "{n}");
+        }
+        assert!(check_injection("LD_PRELOAD", &["ld_preload".into()]).is_ok());
+        for n in ["PATH", "HOME", "LANG", "MY_LD_THING"] {
+            assert!(!is_injection(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn env_names() {
+        for ok in ["A", "_x", "PATH", "a1_B"] {
+            assert!(validate_env_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "1A", "A-B", "A=B", "A B", "é"] {
+            assert!(validate_env_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn config_toml_and_json() {
+        let t = r#"
+[profiles.bot]
+extends = "public-bot"
+ro = ["/opt/tool"]
+network = "host"
+timeout = 30
+env = ["FOO"]
+rlimits = { nofile = 256 }
+"#;
+        let c = Config::parse(Path::new("c.toml"), t).unwrap();
+        let p = c.resolve("bot").unwrap();
+        assert_eq!(p.name, "bot");
+        assert!(p.ro.contains(&PathBuf::from("/opt/tool")));
+        assert!(p.ro_try.contains(&PathBuf::from("/nix/store")));
+        assert_eq!(p.network, Network::Host);
+        assert_eq!(p.timeout, Some(30));
+        assert_eq!(p.rlimits["nofile"], json!(256));
+        assert_eq!(p.rlimits["core"], json!(0));
+        assert_eq!(p.workspace, WorkspaceAccess::Ro);
+
+        let j = r#"{"profiles": {"x": {"hide": ["/etc/passwd"]}}}"#;
+        let c = Config::parse(Path::new("c.json"), j).unwrap();
+        let p = c.resolve("x").unwrap();
+        assert!(p.ro.contains(&PathBuf::from("/etc")));
+        assert!(p.hide.contains(&PathBuf::from("/etc/passwd")));
+
+        let bad = "[profiles.x]\nhidee = []\n";
+        assert!(Config::parse(Path::new("c.toml"), bad).is_err());
+        assert!(c.resolve("nope").is_err());
+    }
+
+    #[test]
+    fn helper_policy_network() {
+        let prof = builtin("default").unwrap();
+        let mut i = HelperPolicyInput {
+            rules: vec![Rule {
+                path: "/usr".into(),
+                access: "execute",
+                optional: false,
+            }],
+            deny: vec!["/etc/shadow".into()],
+            network: Network::None,
+            best_effort: false,
+            profile: &prof,
+            env_set: BTreeMap::new(),
+            allow_injection: vec![],
+            user: None,
+        };
+        let p = helper_policy(&i);
+        assert!(p.get("network").is_none());
+        assert_eq!(p["landlock"]["compat"], "hard_requirement");
+        assert_eq!(p["filesystem"]["deny"][0], "/etc/shadow");
+        i.network = Network::Host;
+        let p = helper_policy(&i);
+        assert_eq!(p["network"]["tcpConnect"], "any");
+        assert_eq!(p["network"]["tcpBind"], "any");
+    }
+}

@@ -1,0 +1,356 @@
+//! Preflight: find bwrap, run a real no-op sandbox (the helper's `--version`
+//! inside the same namespaces, /proc and uid as a real run), classify failures,
+//! and cache conclusive results per bwrap identity, kernel and uid.
+
+use crate::error::{Error, Result};
+use crate::helper_bin::Helper;
+use crate::plan::ProcStrategy;
+use crate::sys;
+use serde_json::json;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// `$CORDON_BWRAP`, else `bwrap` in `$PATH`.
+pub fn find_bwrap(env_bwrap: Option<&str>, path_var: Option<&str>) -> Result<PathBuf> {
+    if let Some(b) = env_bwrap.filter(|b| !b.is_empty()) {
+        let p = PathBuf::from(b);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::BwrapMissing(format!(
+                "CORDON_BWRAP={b} does not exist"
+            )))
+        };
+    }
+    for d in path_var
+        .unwrap_or("/usr/bin:/bin")
+        .split(':')
+        .filter(|d| d.starts_with('/'))
+    {
+        let p = Path::new(d).join("bwrap");
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(Error::BwrapMissing("no bwrap in PATH".into()))
+}
+
+/// Classify bwrap's stderr.
+pub fn classify_bwrap_error(stderr: &str) -> Error {
+    let s = stderr.to_ascii_lowercase();
+    let userns = [
+        "no permissions to creat",
+        "setting up uid map",
+        "creating new namespace failed",
+        "user namespace",
+        "unshare failed",
+    ];
+    if userns.iter().any(|m| s.contains(m)) {
+        return Error::UserNamespacesRefused {
+            stderr: stderr.trim().into(),
+        };
+    }
+    if s.contains("proc")
+        && (s.contains("operation not permitted") || s.contains("permission denied"))
+    {
+        return Error::ProcRefused {
+            stderr: stderr.trim().into(),
+        };
+    }
+    Error::BwrapFailed {
+        stderr: stderr.trim().into(),
+    }
+}
+
+/// Transient failures worth retrying (never cached).
+fn inconclusive(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("resource temporarily unavailable")
+        || s.contains("cannot allocate memory")
+        || s.contains("timed out")
+}
+
+/// The no-op sandbox's argv (fd 3 = the verified helper).
+pub fn probe_argv(bwrap: &Path, uid: u32, gid: u32, proc_: ProcStrategy) -> Vec<String> {
+    let mut a: Vec<String> = [
+        &bwrap.to_string_lossy(),
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend([
+        "--uid".into(),
+        uid.to_string(),
+        "--gid".into(),
+        gid.to_string(),
+    ]);
+    a.extend(["--dev".into(), "/dev".into()]);
+    match proc_ {
+        ProcStrategy::Fresh => a.extend(["--proc".into(), "/proc".into()]),
+        ProcStrategy::BindRo => a.extend(["--ro-bind".into(), "/proc".into(), "/proc".into()]),
+        ProcStrategy::Tmpfs => a.extend(["--tmpfs".into(), "/proc".into()]),
+    }
+    a.extend([
+        "--ro-bind-fd".into(),
+        "3".into(),
+        crate::plan::HELPER_PATH.into(),
+    ]);
+    a.extend([
+        "--".into(),
+        crate::plan::HELPER_PATH.into(),
+        "--version".into(),
+    ]);
+    a
+}
+
+/// Run the no-op sandbox once: Ok(()) or bwrap's stderr.
+fn attempt(
+    argv: &[String],
+    helper: &OwnedFd,
+    switch: Option<(u32, u32)>,
+) -> std::result::Result<(), String> {
+    let src = sys::dup_above(helper.as_raw_fd(), 10).map_err(|e| e.to_string())?;
+    let src_fd = src.as_raw_fd();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).env_clear().current_dir("/");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls in the forked child; no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            sys::child::dup2(src_fd, 3)?;
+            sys::child::cloexec_from(4)?;
+            if let Some((u, g)) = switch {
+                sys::child::switch_user(u, g)?;
+            }
+            sys::child::die_with_parent(parent)?;
+            Ok(())
+        });
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("spawn {}: {e}", argv[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn attempt_retrying(
+    argv: &[String],
+    helper: &OwnedFd,
+    switch: Option<(u32, u32)>,
+) -> std::result::Result<(), (String, bool)> {
+    let mut delay = Duration::from_millis(50);
+    let mut last = String::new();
+    for _ in 0..4 {
+        match attempt(argv, helper, switch) {
+            Ok(()) => return Ok(()),
+            Err(e) if inconclusive(&e) => {
+                last = e;
+                std::thread::sleep(delay);
+                delay *= 3;
+            }
+            Err(e) => return Err((e, true)),
+        }
+    }
+    Err((last, false))
+}
+
+/// Cache key: bwrap path and identity, kernel release, uid.
+pub fn cache_key(bwrap: &Path, uid: u32) -> Option<String> {
+    let m = std::fs::metadata(bwrap).ok()?;
+    let raw = format!(
+        "v1|{}|{}:{}|{}|{}|{}|uid{uid}",
+        bwrap.display(),
+        m.dev(),
+        m.ino(),
+        m.mtime(),
+        m.size(),
+        sys::uname_release()
+    );
+    Some(crate::helper_bin::sha256_hex(raw.as_bytes())[..32].to_string())
+}
+
+pub fn cache_dir(env: &std::collections::BTreeMap<String, String>, euid: u32) -> Option<PathBuf> {
+    if let Some(x) = env.get("XDG_CACHE_HOME").filter(|x| x.starts_with('/')) {
+        return Some(Path::new(x).join("cordon"));
+    }
+    if let Some(h) = env.get("HOME").filter(|x| x.starts_with('/')) {
+        return Some(Path::new(h).join(".cache/cordon"));
+    }
+    let run = PathBuf::from(format!("/run/user/{euid}"));
+    run.is_dir().then(|| run.join("cordon"))
+}
+
+fn cache_read(dir: &Path, key: &str) -> Option<ProcStrategy> {
+    let p = dir.join(format!("probe-{key}.json"));
+    let m = std::fs::symlink_metadata(&p).ok()?;
+    // Only trust a cache file that is ours and private.
+    if !m.is_file() || m.uid() != sys::geteuid() || m.mode() & 0o077 != 0 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
+    serde_json::from_value(v.get("proc")?.clone()).ok()
+}
+
+fn cache_write(dir: &Path, key: &str, proc_: ProcStrategy) {
+    use std::io::Write;
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let Ok(mut t) = tempfile::Builder::new().prefix(".probe-").tempfile_in(dir) else {
+        return;
+    };
+    let body = json!({"proc": proc_, "kernel": sys::uname_release()});
+    if t.write_all(body.to_string().as_bytes()).is_ok() {
+        let _ = t.persist(dir.join(format!("probe-{key}.json")));
+    }
+}
+
+pub struct ProbeInput<'a> {
+    pub bwrap: &'a Path,
+    pub helper: &'a Helper,
+    pub uid: u32,
+    pub gid: u32,
+    pub switch: Option<(u32, u32)>,
+    pub allow_degraded_outer: bool,
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProbeOutcome {
+    pub proc: ProcStrategy,
+    pub cached: bool,
+}
+
+/// Decide the /proc strategy by running real no-op sandboxes; fail closed.
+pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
+    let key = cache_key(i.bwrap, i.uid);
+    if let (Some(d), Some(k)) = (&i.cache_dir, &key) {
+        if let Some(p) = cache_read(d, k) {
+            if p == ProcStrategy::Fresh || i.allow_degraded_outer {
+                return Ok(ProbeOutcome {
+                    proc: p,
+                    cached: true,
+                });
+            }
+        }
+    }
+    let fd: OwnedFd = i
+        .helper
+        .file
+        .try_clone()
+        .map_err(|e| Error::io("dup helper", e))?
+        .into();
+    let fresh = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::Fresh);
+    let result = match attempt_retrying(&fresh, &fd, i.switch) {
+        Ok(()) => ProcStrategy::Fresh,
+        Err((e, true)) => {
+            let err = classify_bwrap_error(&e);
+            if !matches!(err, Error::ProcRefused { .. } | Error::BwrapFailed { .. }) {
+                return Err(err); // user namespaces refused: no fallback
+            }
+            // Does everything but /proc work?
+            let tmpfs = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::Tmpfs);
+            match attempt_retrying(&tmpfs, &fd, i.switch) {
+                Ok(()) if i.allow_degraded_outer => ProcStrategy::Tmpfs,
+                Ok(()) => return Err(Error::ProcRefused { stderr: e }),
+                Err((e2, _)) => return Err(classify_bwrap_error(&e2)),
+            }
+        }
+        Err((e, false)) => {
+            return Err(Error::BwrapFailed {
+                stderr: format!("preflight inconclusive after retries: {e}"),
+            })
+        }
+    };
+    if let (Some(d), Some(k)) = (&i.cache_dir, &key) {
+        cache_write(d, k, result);
+    }
+    Ok(ProbeOutcome {
+        proc: result,
+        cached: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        assert!(matches!(
+            classify_bwrap_error("bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces."),
+            Error::UserNamespacesRefused { .. }
+        ));
+        assert!(matches!(
+            classify_bwrap_error("bwrap: setting up uid map: Permission denied"),
+            Error::UserNamespacesRefused { .. }
+        ));
+        assert!(matches!(
+            classify_bwrap_error(
+                "bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
+            ),
+            Error::ProcRefused { .. }
+        ));
+        assert!(matches!(
+            classify_bwrap_error("bwrap: Can't find source path /x"),
+            Error::BwrapFailed { .. }
+        ));
+        assert!(inconclusive(
+            "bwrap: clone: Resource temporarily unavailable"
+        ));
+        assert!(!inconclusive(
+            "bwrap: No permissions to creating new namespace"
+        ));
+    }
+
+    #[test]
+    fn probe_argv_shape() {
+        let a = probe_argv(Path::new("/usr/bin/bwrap"), 1000, 1000, ProcStrategy::Fresh);
+        assert!(a.windows(2).any(|w| w == ["--proc", "/proc"]));
+        assert!(a.contains(&"--disable-userns".to_string()));
+        assert_eq!(a.last().unwrap(), "--version");
+    }
+
+    #[test]
+    fn cache_roundtrip() {
+        let d = tempfile::tempdir().unwrap();
+        cache_write(d.path(), "k", ProcStrategy::Fresh);
+        assert_eq!(cache_read(d.path(), "k"), Some(ProcStrategy::Fresh));
+        assert_eq!(cache_read(d.path(), "other"), None);
+        let f = d.path().join("probe-k.json");
+        assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o777, 0o600);
+        std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        assert_eq!(
+            cache_read(d.path(), "k"),
+            None,
+            "a readable-by-others cache is not trusted"
+        );
+    }
+
+    #[test]
+    fn key_changes_with_uid() {
+        let a = cache_key(Path::new("/bin/sh"), 1).unwrap();
+        let b = cache_key(Path::new("/bin/sh"), 2).unwrap();
+        assert_ne!(a, b);
+        assert!(cache_key(Path::new("/nonexistent"), 1).is_none());
+    }
+}

@@ -1,0 +1,726 @@
+//! Executes a [`Plan`]: writes the helper policy (0600, removed on every outcome),
+//! spawns bwrap (or the helper) with an empty environment plus the plan's, only
+//! the planned fds, as an unprivileged uid; drains output while it runs; enforces
+//! the timeout; forwards SIGINT/SIGTERM/SIGHUP as a teardown; reads the helper's
+//! report and bwrap's info to fill [`Enforcement`].
+
+use crate::error::{Error, Result};
+use crate::helper_bin::Helper;
+use crate::plan::{FdRole, Layers, Plan};
+use crate::sys;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const DEFAULT_CAP: usize = 1 << 20;
+/// Bytes of stderr kept to explain a setup failure when stderr is streamed.
+const DIAG_CAP: usize = 16 << 10;
+const REPORT_CAP: usize = 256 << 10;
+
+#[derive(Debug, Clone)]
+pub enum Input {
+    Inherit,
+    Null,
+    Data(Vec<u8>),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Capture stdout/stderr (true) or stream them (stdout inherited, stderr forwarded).
+    pub capture: bool,
+    pub stdin: Input,
+    pub cap_bytes: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Captured {
+    pub data: String,
+    pub truncated: bool,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Enforcement {
+    pub layers: String,
+    pub namespaces: Value,
+    pub pivot_root: Value,
+    pub bind_mounts: Value,
+    pub no_new_privs: Value,
+    pub landlock: Value,
+    pub seccomp: Value,
+    pub cap_drop: Value,
+    /// The helper's whole report line, as received.
+    pub helper_report: Value,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SandboxResult {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub timed_out: bool,
+    /// The launcher itself received this signal and tore the sandbox down.
+    pub interrupted: Option<i32>,
+    pub duration_ms: u64,
+    pub uid: u32,
+    pub enforcement: Enforcement,
+    pub degraded: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+// --- signals and cleanup -------------------------------------------------------------
+
+static SIGNAL_W: AtomicI32 = AtomicI32::new(-1);
+static SIGNAL_R: AtomicI32 = AtomicI32::new(-1);
+static CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = SIGNAL_W.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let b = [sig as u8];
+        // SAFETY: write(2) is async-signal-safe; `b` is a valid 1-byte buffer.
+        unsafe { libc::write(fd, b.as_ptr().cast(), 1) };
+    }
+}
+
+/// Route SIGINT/SIGTERM/SIGHUP to the runner (which tears the sandbox down and
+/// removes the policy file), and remove registered temp files on panic.
+pub fn install_handlers() -> Result<()> {
+    let (r, w) = sys::pipe().map_err(|e| Error::io("signal pipe", e))?;
+    sys::set_nonblocking(w.as_raw_fd()).map_err(|e| Error::io("signal pipe", e))?;
+    SIGNAL_R.store(std::os::fd::IntoRawFd::into_raw_fd(r), Ordering::Relaxed);
+    SIGNAL_W.store(std::os::fd::IntoRawFd::into_raw_fd(w), Ordering::Relaxed);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(Error::io("sigaction", std::io::Error::last_os_error()));
+            }
+        }
+    }
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Ok(list) = CLEANUP.try_lock() {
+            for p in list.iter() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        prev(info);
+    }));
+    Ok(())
+}
+
+fn register(p: &std::path::Path) {
+    if let Ok(mut l) = CLEANUP.lock() {
+        l.push(p.to_path_buf());
+    }
+}
+
+fn unregister(p: &std::path::Path) {
+    if let Ok(mut l) = CLEANUP.lock() {
+        l.retain(|x| x != p);
+    }
+}
+
+/// The policy file: removed when dropped, or earlier once the helper has read it.
+struct PolicyFile {
+    path: Option<tempfile::TempPath>,
+    fd: Option<OwnedFd>,
+}
+
+impl PolicyFile {
+    fn create(policy: &Value, owner: Option<(u32, u32)>) -> Result<PolicyFile> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix("cordon-policy-")
+            .suffix(".json")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .tempfile()
+            .map_err(|e| Error::io("create policy file", e))?;
+        register(tmp.path());
+        let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
+        tmp.write_all(&text)
+            .map_err(|e| Error::io("write policy file", e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io("write policy file", e))?;
+        if let Some((uid, gid)) = owner {
+            // The helper requires the file to be owned by its real uid.
+            sys::fchown(tmp.as_file().as_raw_fd(), uid, gid)
+                .map_err(|e| Error::io("chown policy file", e))?;
+        }
+        let ro = std::fs::File::open(tmp.path()).map_err(|e| Error::io("reopen policy file", e))?;
+        let path = tmp.into_temp_path();
+        Ok(PolicyFile {
+            path: Some(path),
+            fd: Some(ro.into()),
+        })
+    }
+
+    fn remove(&mut self) {
+        if let Some(p) = self.path.take() {
+            unregister(&p);
+            let _ = p.close();
+        }
+    }
+}
+
+impl Drop for PolicyFile {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+struct Sink {
+    cap: usize,
+    data: Vec<u8>,
+    truncated: bool,
+    bytes: u64,
+    forward: Option<RawFd>,
+}
+
+impl Sink {
+    fn new(cap: usize, forward: Option<RawFd>) -> Sink {
+        Sink {
+            cap,
+            data: Vec::new(),
+            truncated: false,
+            bytes: 0,
+            forward,
+        }
+    }
+    fn push(&mut self, b: &[u8]) {
+        self.bytes += b.len() as u64;
+        if let Some(fd) = self.forward {
+            let mut off = 0;
+            while off < b.len() {
+                match sys::write(fd, &b[off..]) {
+                    Ok(n) if n > 0 => off += n,
+                    _ => break,
+                }
+            }
+        }
+        let room = self.cap.saturating_sub(self.data.len());
+        if b.len() > room {
+            self.truncated = true;
+        }
+        self.data.extend_from_slice(&b[..b.len().min(room)]);
+    }
+    fn captured(&self) -> Captured {
+        Captured {
+            data: String::from_utf8_lossy(&self.data).into_owned(),
+            truncated: self.truncated,
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// Our children other than `except`, from /proc/*/stat (orphans reparented to us
+/// as subreaper).
+fn orphans(except: libc::pid_t) -> Vec<libc::pid_t> {
+    let me = sys::getpid();
+    let mut v = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+            continue;
+        };
+        if pid == except {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<libc::pid_t>().ok());
+        if ppid == Some(me) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// Kill and reap every sandbox process that outlived bwrap.
+fn reap_orphans(except: libc::pid_t) {
+    for _ in 0..10 {
+        let o = orphans(except);
+        if o.is_empty() {
+            return;
+        }
+        for pid in o {
+            let _ = sys::kill(pid, libc::SIGKILL);
+            sys::waitpid(pid);
+        }
+    }
+}
+
+fn kill_sandbox(pid: libc::pid_t) {
+    // The child leads its own process group. Killing bwrap ends the sandbox:
+    // --die-with-parent kills its pid-namespace init, and with it every process in it.
+    let _ = sys::kill(-pid, libc::SIGKILL);
+    let _ = sys::kill(pid, libc::SIGKILL);
+}
+
+/// Run the plan. `helper` is required unless the plan is outer-only.
+pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<SandboxResult> {
+    let start = Instant::now();
+    let argv = plan.exec_argv();
+    sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
+    let mut policy = match &plan.helper_policy {
+        Some(p) => Some(PolicyFile::create(p, plan.switch_to)?),
+        None => None,
+    };
+
+    let (report_r, report_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
+    let (info_r, info_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
+    let (err_r, err_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
+    let out_pipe = if cfg.capture {
+        Some(sys::pipe().map_err(|e| Error::io("pipe", e))?)
+    } else {
+        None
+    };
+    let in_pipe = match cfg.stdin {
+        Input::Data(_) => Some(sys::pipe().map_err(|e| Error::io("pipe", e))?),
+        _ => None,
+    };
+
+    // Every fd passed on purpose is first duplicated above the highest target
+    // number, so the dup2 calls in the child can never clobber one another.
+    let max_target = plan.fds.iter().map(|f| f.0).max().unwrap_or(2);
+    let mut sources: Vec<(RawFd, OwnedFd)> = Vec::new();
+    for (target, role) in &plan.fds {
+        let src: OwnedFd = match role {
+            FdRole::Report => report_w.try_clone(),
+            FdRole::Info => info_w.try_clone(),
+            FdRole::Policy => policy
+                .as_ref()
+                .and_then(|p| p.fd.as_ref())
+                .ok_or_else(|| std::io::Error::other("no policy"))
+                .and_then(|f| f.try_clone()),
+            FdRole::Helper => helper
+                .ok_or_else(|| std::io::Error::other("no helper"))
+                .and_then(|h| h.file.try_clone().map(OwnedFd::from)),
+            FdRole::Empty => std::fs::File::open("/dev/null").map(OwnedFd::from),
+        }
+        .map_err(|e| Error::io("prepare fds", e))?;
+        let high =
+            sys::dup_above(src.as_raw_fd(), max_target + 1).map_err(|e| Error::io("dup", e))?;
+        sources.push((*target, high));
+    }
+    drop(report_w);
+    drop(info_w);
+
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    // An empty environment plus the plan's: bwrap's own pid 1 keeps the
+    // environment it was started with, readable in /proc/1/environ.
+    cmd.env_clear();
+    cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    cmd.current_dir(if plan.layers == Layers::Inner {
+        plan.cwd.as_path()
+    } else {
+        std::path::Path::new("/")
+    });
+    cmd.stderr(Stdio::from(err_w));
+    match &out_pipe {
+        Some((_, w)) => cmd.stdout(Stdio::from(w.try_clone().map_err(|e| Error::io("dup", e))?)),
+        None => cmd.stdout(Stdio::inherit()),
+    };
+    match (&cfg.stdin, &in_pipe) {
+        (Input::Data(_), Some((r, _))) => {
+            cmd.stdin(Stdio::from(r.try_clone().map_err(|e| Error::io("dup", e))?))
+        }
+        (Input::Inherit, _) => cmd.stdin(Stdio::inherit()),
+        _ => cmd.stdin(Stdio::null()),
+    };
+    let pairs: Vec<(RawFd, RawFd)> = sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect();
+    let switch = plan.switch_to;
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child and only makes async-signal-safe
+    // system calls (dup2, close_range, setgroups/setresgid/setresuid, prctl,
+    // setpgid); `pairs` was allocated before the fork and is only read.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (target, src) in &pairs {
+                sys::child::dup2(*src, *target)?;
+            }
+            // Nothing else crosses exec: not the caller's leaked fds, not ours.
+            sys::child::cloexec_from((max_target + 1) as u32)?;
+            if let Some((uid, gid)) = switch {
+                sys::child::switch_user(uid, gid)?;
+            }
+            sys::child::die_with_parent(parent)?;
+            sys::child::own_pgroup()?;
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound if plan.layers != Layers::Inner => {
+            Error::BwrapMissing(format!("{}: {e}", argv[0]))
+        }
+        _ => Error::io(format!("spawn {}", argv[0]), e),
+    })?;
+    drop(cmd); // closes the parent's copies of the child's stdio ends
+    drop(sources);
+    let out_r = out_pipe.map(|(r, _w)| r);
+    let mut in_w = in_pipe.map(|(_r, w)| w);
+    let pid = child.id() as libc::pid_t;
+    let pidfd = sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?;
+
+    let mut stdout = Sink::new(cfg.cap_bytes, None);
+    let mut stderr = Sink::new(
+        if cfg.capture { cfg.cap_bytes } else { DIAG_CAP },
+        (!cfg.capture).then_some(2),
+    );
+    let mut report = Sink::new(REPORT_CAP, None);
+    let mut info = Sink::new(REPORT_CAP, None);
+    let stdin_data: Vec<u8> = match &cfg.stdin {
+        Input::Data(d) => d.clone(),
+        _ => vec![],
+    };
+    let mut stdin_off = 0usize;
+    if let Some(w) = &in_w {
+        let _ = sys::set_nonblocking(w.as_raw_fd());
+    }
+
+    let deadline = plan.timeout.map(|t| start + Duration::from_secs(t));
+    let mut timed_out = false;
+    let mut interrupted = None;
+    let mut exited: Option<std::process::ExitStatus> = None;
+    let mut drain_deadline: Option<Instant> = None;
+    let mut open = [Some(err_r), out_r, Some(report_r), Some(info_r)];
+    let sig_r = SIGNAL_R.load(Ordering::Relaxed);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut user_ns: Option<bool> = None;
+
+    loop {
+        if exited.is_some() && open.iter().all(Option::is_none) {
+            break;
+        }
+        if let Some(d) = drain_deadline {
+            if Instant::now() >= d {
+                break; // a stray descendant outside any pid namespace holds a pipe
+            }
+        }
+        let mut pfds: Vec<libc::pollfd> = Vec::new();
+        let mut which: Vec<usize> = Vec::new();
+        for (i, f) in open.iter().enumerate() {
+            if let Some(f) = f {
+                pfds.push(libc::pollfd {
+                    fd: f.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                which.push(i);
+            }
+        }
+        let pid_idx = pfds.len();
+        if exited.is_none() {
+            pfds.push(libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let sig_idx = pfds.len();
+        if sig_r >= 0 && interrupted.is_none() {
+            pfds.push(libc::pollfd {
+                fd: sig_r,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let in_idx = pfds.len();
+        if let Some(w) = &in_w {
+            pfds.push(libc::pollfd {
+                fd: w.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            });
+        }
+        let now = Instant::now();
+        let mut wait_ms: i64 = 1000;
+        if let (Some(d), false) = (deadline, timed_out) {
+            wait_ms = wait_ms.min(d.saturating_duration_since(now).as_millis() as i64);
+        }
+        if let Some(d) = drain_deadline {
+            wait_ms = wait_ms.min(d.saturating_duration_since(now).as_millis() as i64);
+        }
+        match sys::poll(&mut pfds, wait_ms as i32) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                kill_sandbox(pid);
+                let _ = child.wait();
+                return Err(Error::io("poll", e));
+            }
+        }
+        for (k, i) in which.iter().enumerate() {
+            if pfds[k].revents == 0 {
+                continue;
+            }
+            let fd = open[*i].as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+            match sys::read(fd, &mut buf) {
+                Ok(0) => {
+                    open[*i] = None;
+                    if *i == 3 {
+                        // bwrap's info is complete while the sandbox's init is
+                        // alive: observe its user namespace now.
+                        user_ns = observe_user_ns(first_json_line(&info.data).as_ref());
+                    }
+                }
+                Ok(n) => {
+                    let chunk = &buf[..n];
+                    match i {
+                        0 => stderr.push(chunk),
+                        1 => stdout.push(chunk),
+                        2 => {
+                            report.push(chunk);
+                            if report.data.contains(&b'\n') {
+                                // The helper read its policy before reporting.
+                                if let Some(p) = policy.as_mut() {
+                                    p.remove();
+                                }
+                            }
+                        }
+                        _ => info.push(chunk),
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => open[*i] = None,
+            }
+        }
+        if exited.is_none() && pfds.get(pid_idx).is_some_and(|p| p.revents != 0) {
+            exited = Some(child.wait().map_err(|e| Error::io("wait", e))?);
+            // Nothing of the sandbox may outlive bwrap (see set_child_subreaper).
+            reap_orphans(pid);
+            drain_deadline = Some(Instant::now() + Duration::from_secs(2));
+        }
+        if sig_r >= 0
+            && pfds
+                .get(sig_idx)
+                .is_some_and(|p| p.fd == sig_r && p.revents != 0)
+        {
+            let mut b = [0u8; 1];
+            if let Ok(1) = sys::read(sig_r, &mut b) {
+                interrupted = Some(b[0] as i32);
+                kill_sandbox(pid);
+            }
+        }
+        if let Some(w) = &in_w {
+            if pfds.get(in_idx).is_some_and(|p| p.revents != 0) {
+                match sys::write(w.as_raw_fd(), &stdin_data[stdin_off..]) {
+                    Ok(n) => stdin_off += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => stdin_off = stdin_data.len(),
+                }
+            }
+            if stdin_off >= stdin_data.len() {
+                in_w = None; // EOF for the command
+            }
+        }
+        if let (Some(d), false, None) = (deadline, timed_out, exited) {
+            if Instant::now() >= d {
+                timed_out = true;
+                kill_sandbox(pid);
+            }
+        }
+    }
+    let status = match exited {
+        Some(s) => s,
+        None => child.wait().map_err(|e| Error::io("wait", e))?,
+    };
+    reap_orphans(pid);
+    if let Some(p) = policy.as_mut() {
+        p.remove();
+    }
+
+    use std::os::unix::process::ExitStatusExt;
+    let mut result = SandboxResult {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout: stdout.captured(),
+        stderr: stderr.captured(),
+        timed_out,
+        interrupted,
+        duration_ms: start.elapsed().as_millis() as u64,
+        uid: plan.uid,
+        notes: plan.notes.clone(),
+        ..Default::default()
+    };
+    let report_v = first_json_line(&report.data);
+    let info_v = first_json_line(&info.data);
+    if !timed_out && interrupted.is_none() {
+        classify_setup_failure(
+            plan,
+            &result,
+            report_v.as_ref(),
+            info_v.as_ref(),
+            &stderr.data,
+        )?;
+    }
+    // bwrap reports a command killed by a signal as 128 + signal.
+    if plan.layers != Layers::Inner && report_v.is_some() || plan.layers == Layers::Outer {
+        if let Some(c) = result.exit_code.filter(|c| *c > 128 && *c < 128 + 65) {
+            result.signal = Some(c - 128);
+        }
+    }
+    result.enforcement = enforcement(plan, report_v, info_v, user_ns);
+    if plan.proc == crate::plan::ProcStrategy::Tmpfs {
+        result
+            .degraded
+            .push("outer: /proc is an empty tmpfs".into());
+    }
+    if plan.best_effort_inner {
+        result
+            .degraded
+            .push("inner: Landlock best_effort (--allow-degraded inner)".into());
+    }
+    match plan.layers {
+        Layers::Outer => result.degraded.push(
+            "layers=outer: no helper (no Landlock, seccomp, NO_NEW_PRIVS from cordon)".into(),
+        ),
+        Layers::Inner => result
+            .degraded
+            .push("layers=inner: no bwrap (no namespaces, no mount isolation)".into()),
+        Layers::Both => {}
+    }
+    Ok(result)
+}
+
+fn first_json_line(data: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(data);
+    let t = text.trim();
+    if t.is_empty() {
+        return None;
+    }
+    // bwrap's --info-fd is one pretty-printed object; the report is one line.
+    serde_json::from_str(t)
+        .ok()
+        .or_else(|| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
+}
+
+/// Turn a sandbox that never reached the command into a launcher error.
+fn classify_setup_failure(
+    plan: &Plan,
+    r: &SandboxResult,
+    report: Option<&Value>,
+    info: Option<&Value>,
+    stderr: &[u8],
+) -> Result<()> {
+    let code = r.exit_code.unwrap_or(-1);
+    let err = String::from_utf8_lossy(stderr).into_owned();
+    if plan.layers != Layers::Inner && info.is_none() && code != 0 {
+        return Err(crate::probe::classify_bwrap_error(&err));
+    }
+    if plan.layers != Layers::Outer && report.is_none() && (64..=76).contains(&code) {
+        return Err(Error::HelperFailed { code, stderr: err });
+    }
+    Ok(())
+}
+
+/// Is bwrap's child (the sandbox's init) in another user namespace than ours?
+fn observe_user_ns(info: Option<&Value>) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let pid = info?.get("child-pid")?.as_u64()?;
+    let theirs = std::fs::metadata(format!("/proc/{pid}/ns/user"))
+        .ok()?
+        .ino();
+    let ours = std::fs::metadata("/proc/self/ns/user").ok()?.ino();
+    Some(theirs != ours)
+}
+
+fn enforcement(
+    plan: &Plan,
+    report: Option<Value>,
+    info: Option<Value>,
+    user_ns: Option<bool>,
+) -> Enforcement {
+    let mut e = Enforcement {
+        layers: format!("{:?}", plan.layers).to_lowercase(),
+        ..Default::default()
+    };
+    let not_run = |why: &str| json!({"applied": false, "reason": why});
+    if plan.layers == Layers::Inner {
+        e.namespaces = not_run("layers=inner: no bwrap");
+        e.pivot_root = not_run("layers=inner: no bwrap");
+        e.bind_mounts = not_run("layers=inner: no bwrap");
+    } else if let Some(info) = &info {
+        let mut ns = serde_json::Map::new();
+        for name in ["mnt", "pid", "net", "ipc", "uts", "cgroup"] {
+            let theirs = info
+                .get(format!("{name}-namespace"))
+                .and_then(Value::as_u64);
+            let ours = std::fs::metadata(format!("/proc/self/ns/{name}"))
+                .ok()
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+            ns.insert(
+                name.into(),
+                match (theirs, ours) {
+                    (Some(t), Some(o)) => json!(t != o),
+                    _ => json!(null),
+                },
+            );
+        }
+        // bwrap's info has no user namespace id: the child's, read while it ran.
+        let user = user_ns
+            .map(Value::Bool)
+            .unwrap_or(json!("requested (--unshare-user); not observable"));
+        ns.insert("user".into(), user);
+        ns.insert(
+            "source".into(),
+            json!("bwrap --info-fd namespace ids compared with the launcher's"),
+        );
+        e.namespaces = Value::Object(ns);
+        e.pivot_root = json!({"applied": true, "source": "bwrap reached the command (it pivots into a fresh tmpfs root or aborts)"});
+        e.bind_mounts = json!({"applied": true, "count": plan.mounts, "proc": plan.proc, "source": "bwrap argv; bwrap aborts on any failed mount"});
+    } else {
+        e.namespaces = not_run("bwrap reported nothing (setup did not complete)");
+        e.pivot_root = e.namespaces.clone();
+        e.bind_mounts = e.namespaces.clone();
+    }
+    match (&plan.layers, &report) {
+        (Layers::Outer, _) => {
+            let r = "layers=outer: no helper";
+            e.no_new_privs = json!({"applied": "by bwrap (not verified)", "reason": r});
+            e.landlock = not_run(r);
+            e.seccomp = not_run(r);
+            e.cap_drop = json!({"applied": "bwrap --cap-drop ALL (not verified)"});
+        }
+        (_, Some(r)) => {
+            e.no_new_privs = r.get("no_new_privs").cloned().unwrap_or(Value::Null);
+            e.landlock = r.get("landlock").cloned().unwrap_or(Value::Null);
+            e.seccomp = r.get("seccomp").cloned().unwrap_or(Value::Null);
+            e.cap_drop = r.get("caps").cloned().unwrap_or(Value::Null);
+            e.helper_report = r.clone();
+        }
+        (_, None) => {
+            let r = "the helper wrote no report (it did not reach exec)";
+            e.no_new_privs = not_run(r);
+            e.landlock = not_run(r);
+            e.seccomp = not_run(r);
+            e.cap_drop = not_run(r);
+        }
+    }
+    e
+}

@@ -1,0 +1,205 @@
+//! Raw system calls, each in a tiny wrapper returning `io::Result`.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// A close-on-exec pipe: (read, write).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Duplicate `fd` to a close-on-exec fd numbered at least `min`.
+pub fn dup_above(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC takes an int argument and creates a new fd.
+    let n = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) })?;
+    // SAFETY: `n` was just created and is owned by us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+}
+
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on an fd we own; no pointers involved.
+    let fl = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// A pidfd for `pid` (readable when it exits).
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags, returns a new fd or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+pub fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    cvt(unsafe { libc::kill(pid, sig) }).map(|_| ())
+}
+
+pub fn fchown(fd: RawFd, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: fchown on an fd we own; no pointers.
+    cvt(unsafe { libc::fchown(fd, uid, gid) }).map(|_| ())
+}
+
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid writable memory of `buf.len()` bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid readable memory of `buf.len()` bytes.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: `fds` is a valid slice of pollfd structs of the given length.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Become a subreaper: a sandbox process orphaned by bwrap's death (e.g. its
+/// pid-namespace init, if bwrap is killed before that child armed
+/// --die-with-parent) is reparented to us instead of init, so we can kill it.
+pub fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets a process attribute.
+    cvt(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) }).map(|_| ())
+}
+
+/// Reap `pid` without blocking forever: it has been SIGKILLed.
+pub fn waitpid(pid: libc::pid_t) {
+    let mut st = 0;
+    // SAFETY: waitpid on a pid; `st` is a valid int to write the status into.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+}
+
+pub fn getpid() -> libc::pid_t {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() }
+}
+
+pub fn uname_release() -> String {
+    // SAFETY: utsname is plain data; zeroed is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid utsname for uname to fill.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    // SAFETY: uname NUL-terminates `release`.
+    unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+pub fn geteuid() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+pub fn getegid() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::getegid() }
+}
+
+/// Everything below runs in the forked child before exec: async-signal-safe
+/// calls only, no allocation.
+pub mod child {
+    use std::io;
+
+    fn cvt(r: libc::c_int) -> io::Result<()> {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Move `src` to exactly `dst` (the new fd is not close-on-exec).
+    pub fn dup2(src: i32, dst: i32) -> io::Result<()> {
+        // SAFETY: dup2 on fds; no memory involved.
+        cvt(unsafe { libc::dup2(src, dst) })
+    }
+
+    /// Mark every fd >= `first` close-on-exec (closing them here would also close
+    /// std's exec-error pipe).
+    pub fn cloexec_from(first: u32) -> io::Result<()> {
+        // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Drop root for good: supplementary groups, gid, uid; verified.
+    pub fn switch_user(uid: u32, gid: u32) -> io::Result<()> {
+        // SAFETY: setgroups with size 0 and a null list clears the groups.
+        cvt(unsafe { libc::setgroups(0, std::ptr::null()) })?;
+        // SAFETY: plain id-setting syscalls.
+        cvt(unsafe { libc::setresgid(gid, gid, gid) })?;
+        // SAFETY: as above.
+        cvt(unsafe { libc::setresuid(uid, uid, uid) })?;
+        // SAFETY: getters with no preconditions.
+        let ok =
+            unsafe { libc::getuid() == uid && libc::geteuid() == uid && libc::getgid() == gid };
+        if !ok {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        Ok(())
+    }
+
+    /// SIGKILL this process when the launcher dies; must come after the uid switch
+    /// (changing credentials clears it).
+    pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number.
+        cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) })?;
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != parent {
+            // The launcher died before the prctl: do not run orphaned.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+
+    /// Own process group, so the whole group can be killed at once.
+    pub fn own_pgroup() -> io::Result<()> {
+        // SAFETY: setpgid(0, 0) on ourselves.
+        cvt(unsafe { libc::setpgid(0, 0) })
+    }
+}

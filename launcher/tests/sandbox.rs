@@ -1,0 +1,750 @@
+//! End-to-end tests: the real `cordon` binary, real bwrap, the real helper.
+//!
+//! The helper is located with `CORDON_HELPER_BIN` (a static musl build); these
+//! tests fail, never skip, when it is missing. They pass as root and as an
+//! unprivileged user (as root the sandbox runs as the workspace owner: the
+//! workspaces are chowned to 65534).
+
+use serde_json::Value;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CORDON: &str = env!("CARGO_BIN_EXE_cordon");
+
+fn helper() -> PathBuf {
+    let p = std::env::var("CORDON_HELPER_BIN").expect(
+        "CORDON_HELPER_BIN must name the static helper (cargo build --release -p cordon-helper --target x86_64-unknown-linux-musl)",
+    );
+    assert!(
+        Path::new(&p).is_file(),
+        "CORDON_HELPER_BIN={p} does not exist"
+    );
+    PathBuf::from(p)
+}
+
+fn helper_sha() -> String {
+    cordon::helper_bin::sha256_hex(&std::fs::read(helper()).unwrap())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn cmd() -> Command {
+    let mut c = Command::new(CORDON);
+    c.env("CORDON_HELPER", helper())
+        .env("CORDON_HELPER_SHA256", helper_sha());
+    c.env_remove("CORDON_BWRAP");
+    c
+}
+
+/// A workspace the sandbox uid can write.
+fn workspace() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("cordon-it-")
+        .tempdir()
+        .unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(d.path(), Some(65534), Some(65534)).unwrap();
+    }
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    cmd().args(args).output().unwrap()
+}
+
+fn json_run(ws: &Path, extra: &[&str], command: &[&str]) -> (Value, i32) {
+    let mut args = vec!["run", "--json", "--workspace", ws.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(command);
+    let out = run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+fn stdout_of(v: &Value) -> String {
+    v["stdout"]["data"].as_str().unwrap_or_default().to_string()
+}
+
+/// Pids whose command line contains `marker`.
+fn procs_with(marker: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            let c: Vec<u8> = c.iter().map(|b| if *b == 0 { b' ' } else { *b }).collect();
+            if String::from_utf8_lossy(&c).contains(marker) {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn basic_run_and_enforcement_report() {
+    let ws = workspace();
+    let (v, code) = json_run(
+        ws.path(),
+        &[],
+        &["sh", "-c", "echo out; echo err >&2; exit 3"],
+    );
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(stdout_of(&v), "out\n");
+    assert_eq!(v["stderr"]["data"], "err\n");
+    let e = &v["enforcement"];
+    assert_eq!(e["no_new_privs"], true, "{e}");
+    assert_eq!(e["landlock"]["status"], "fully_enforced", "{e}");
+    assert_eq!(e["seccomp"]["installed"], true);
+    assert_eq!(e["cap_drop"]["effective"], serde_json::json!([]));
+    for ns in ["mnt", "pid", "net", "ipc", "uts", "user"] {
+        assert_eq!(e["namespaces"][ns], true, "{ns}: {e}");
+    }
+    assert_ne!(v["uid"], 0);
+}
+
+#[test]
+fn secret_dir_and_hidden_file_unreadable() {
+    let ws = workspace();
+    let outside = tempfile::tempdir().unwrap();
+    let sdir = outside.path().join("secretdir");
+    std::fs::create_dir(&sdir).unwrap();
+    std::fs::write(sdir.join("key"), "SECRET-IN-DIR").unwrap();
+    let sfile = outside.path().join("secret.txt");
+    std::fs::write(&sfile, "SECRET-IN-FILE").unwrap();
+    for p in [outside.path(), &sdir] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    for p in [&sfile, &sdir.join("key")] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    }
+    let o = outside.path().to_str().unwrap();
+    let script = format!("cat {o}/secretdir/key; cat {o}/secret.txt; ls {o}/secretdir; echo done");
+    let (v, _) = json_run(
+        ws.path(),
+        &[
+            "--ro",
+            o,
+            "--hide",
+            sdir.to_str().unwrap(),
+            "--hide",
+            sfile.to_str().unwrap(),
+        ],
+        &["sh", "-c", &script],
+    );
+    let all = format!("{}{}", stdout_of(&v), v["stderr"]["data"]);
+    assert!(all.contains("done"), "{v}");
+    assert!(!all.contains("SECRET-IN"), "{all}");
+    // The same holds with only the outer layer (the masks themselves).
+    let (v, _) = json_run(
+        ws.path(),
+        &[
+            "--layers",
+            "outer",
+            "--ro",
+            o,
+            "--hide",
+            sdir.to_str().unwrap(),
+            "--hide",
+            sfile.to_str().unwrap(),
+        ],
+        &["sh", "-c", &script],
+    );
+    let all = format!("{}{}", stdout_of(&v), v["stderr"]["data"]);
+    assert!(all.contains("done") && !all.contains("SECRET-IN"), "{all}");
+    // /etc/shadow is masked in the default profile.
+    let (v, _) = json_run(
+        ws.path(),
+        &["--layers", "outer"],
+        &["sh", "-c", "wc -c < /etc/shadow"],
+    );
+    assert_eq!(stdout_of(&v).trim(), "0", "{v}");
+}
+
+#[test]
+fn parent_env_secret_absent_everywhere() {
+    let ws = workspace();
+    let marker = format!("envtest-{}", std::process::id());
+    let child = cmd()
+        .env("PARENT_SECRET", "parent-secret-value")
+        .args([
+            "run",
+            "--json",
+            "--layers",
+            "outer",
+            "--env",
+            "TOKEN=token-secret-value",
+            "--workspace",
+        ])
+        .arg(ws.path())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("env; tr '\\0' '\\n' < /proc/1/environ; sleep 1.5; echo {marker}"),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut saw_bwrap = false;
+    while start.elapsed() < Duration::from_millis(1200) {
+        for pid in procs_with(ws.path().to_str().unwrap()) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let c = String::from_utf8_lossy(&cmdline);
+            // The caller put the value in cordon's own argv (its choice); bwrap's
+            // argv must not carry it.
+            if !c.contains("bwrap") {
+                continue;
+            }
+            saw_bwrap = true;
+            assert!(
+                !c.contains("secret-value"),
+                "secret in bwrap's argv ({pid}): {c}"
+            );
+            if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+                assert!(
+                    !String::from_utf8_lossy(&env).contains("parent-secret"),
+                    "pid {pid}"
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = stdout_of(&v);
+    assert!(s.contains(&marker), "{v}");
+    assert!(saw_bwrap, "bwrap process not observed");
+    assert!(!s.contains("parent-secret-value"), "{s}");
+    // Explicit --env values do reach the command (through the environment, not argv).
+    assert!(s.contains("TOKEN=token-secret-value"), "{s}");
+    // bwrap's pid 1 environment: only the allowlist.
+    assert!(s.contains("HOME=/home/sandbox"), "{s}");
+
+    // Both layers: the value travels in the 0600 policy file.
+    let out = cmd()
+        .env("PARENT_SECRET", "parent-secret-value")
+        .args(["run", "--json", "--env", "TOKEN=tv2", "--workspace"])
+        .arg(ws.path())
+        .args(["--", "sh", "-c", "env"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(stdout_of(&v).contains("TOKEN=tv2"), "{v}");
+    assert!(!stdout_of(&v).contains("parent-secret"), "{v}");
+}
+
+#[test]
+fn workspace_writable_nothing_else() {
+    let ws = workspace();
+    let tag = format!("cordon-wtest-{}", std::process::id());
+    let targets = [
+        "/usr",
+        "/etc",
+        "/var/tmp",
+        "/tmp",
+        "/home/sandbox",
+        "/",
+        "/dev/shm",
+        "/proc/sys/kernel",
+    ];
+    let mut script = String::from("echo data > ws_file && echo WS_OK; ");
+    for t in targets {
+        script.push_str(&format!(
+            "echo x > {t}/{tag} 2>/dev/null && echo WROTE:{t}; "
+        ));
+    }
+    script.push_str(
+        "echo x > /proc/sys/kernel/core_pattern 2>/dev/null && echo WROTE:core_pattern; true",
+    );
+    let (v, code) = json_run(ws.path(), &[], &["sh", "-c", &script]);
+    assert_eq!(code, 0, "{v}");
+    assert!(stdout_of(&v).contains("WS_OK"), "{v}");
+    assert!(!stdout_of(&v).contains("core_pattern"), "{v}");
+    // On the host: only the workspace changed.
+    assert!(ws.path().join("ws_file").exists());
+    for t in ["/usr", "/etc", "/var/tmp", "/tmp", "/", "/dev/shm"] {
+        assert!(
+            !Path::new(t).join(&tag).exists(),
+            "{t}/{tag} written on the host"
+        );
+    }
+    let cp = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    assert_ne!(cp.trim(), "x");
+    // As root the file in the workspace belongs to the unprivileged sandbox uid.
+    let m = std::fs::metadata(ws.path().join("ws_file")).unwrap();
+    assert_ne!(m.uid(), 0);
+}
+
+#[test]
+fn symlink_and_hardlink_tricks_refused() {
+    let ws = workspace();
+    let base = tempfile::tempdir().unwrap();
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(ws.path(), &link).unwrap();
+    let rel = base.path().join("rel");
+    std::os::unix::fs::symlink("../", &rel).unwrap();
+    for w in [&link, &rel] {
+        let out = run(&["run", "--workspace", w.to_str().unwrap(), "--", "true"]);
+        assert_eq!(out.status.code(), Some(125));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("symlink"), "{e}");
+        assert_eq!(e.lines().count(), 1, "one line: {e}");
+    }
+    let f = base.path().join("f");
+    std::fs::write(&f, "s").unwrap();
+    std::fs::hard_link(&f, base.path().join("f2")).unwrap();
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--hide",
+        f.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hard links"));
+    // --rw through a symlink.
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--rw",
+        link.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    // Credential dirs are never writable.
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--rw",
+        "/proc",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    // cwd outside every visible path: a descriptive error, not bwrap's.
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--cwd",
+        "/var",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not visible in the sandbox"));
+}
+
+#[test]
+fn leaked_fd_is_closed_inside() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("leak");
+    std::fs::write(&p, "LEAKED-SECRET").unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    use std::os::fd::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: clearing FD_CLOEXEC on an fd we own, so the child inherits it (the leak).
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }, 0);
+    for layers in ["both", "outer"] {
+        let script = format!("cat <&{fd}; cat /proc/self/fd/{fd}; ls /proc/self/fd; echo end");
+        let (v, _) = json_run(ws.path(), &["--layers", layers], &["sh", "-c", &script]);
+        let s = format!("{}{}", stdout_of(&v), v["stderr"]["data"]);
+        assert!(s.contains("end"), "{v}");
+        assert!(!s.contains("LEAKED-SECRET"), "{layers}: {s}");
+    }
+    drop(f);
+}
+
+#[test]
+fn timeout_kills_everything_and_keeps_output() {
+    let ws = workspace();
+    // A sleep duration unique to this test process, to find leftovers.
+    let marker = format!("1000.{}1", std::process::id());
+    let marker = marker.as_str();
+    let t0 = Instant::now();
+    let (v, code) = json_run(
+        ws.path(),
+        &["--timeout", "1"],
+        &[
+            "sh",
+            "-c",
+            &format!("echo early; (sleep {marker} &); sleep {marker}"),
+        ],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(code, 124, "{v}");
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(stdout_of(&v), "early\n");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        procs_with(&format!("sleep {marker}")).is_empty(),
+        "descendants survived"
+    );
+}
+
+#[test]
+fn flood_is_capped_without_growing_memory() {
+    let ws = workspace();
+    let mut child = cmd()
+        .args(["run", "--json", "--timeout", "3", "--workspace"])
+        .arg(ws.path())
+        .args(["--", "yes"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut max_rss_kb = 0u64;
+    let mut out = Vec::new();
+    let mut so = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        std::io::Read::read_to_end(&mut so, &mut out).unwrap();
+        out
+    });
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if let Some(l) = s.lines().find(|l| l.starts_with("VmRSS:")) {
+                let kb: u64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+                max_rss_kb = max_rss_kb.max(kb);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = reader.join().unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["stdout"]["truncated"], true);
+    assert_eq!(stdout_of(&v).len(), 1 << 20);
+    assert!(
+        v["stdout"]["bytes"].as_u64().unwrap() > 10 << 20,
+        "{}",
+        v["stdout"]["bytes"]
+    );
+    assert!(
+        max_rss_kb < 64 * 1024,
+        "launcher RSS grew to {max_rss_kb} kB"
+    );
+}
+
+#[test]
+fn concurrent_runs_leave_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = format!("conc-{}", std::process::id());
+    let handles: Vec<_> = (0..50)
+        .map(|_| {
+            let tmp = tmp.path().to_path_buf();
+            let marker = marker.clone();
+            std::thread::spawn(move || {
+                let ws = workspace();
+                let out = cmd()
+                    .env("TMPDIR", &tmp)
+                    .args([
+                        "run",
+                        "--workspace",
+                        ws.path().to_str().unwrap(),
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo ok",
+                        &marker,
+                    ])
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(out.stdout, b"ok\n");
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "temp files left: {left:?}");
+    assert!(procs_with(&marker).is_empty());
+}
+
+#[test]
+fn sigterm_tears_down_and_removes_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = workspace();
+    let marker = format!("1000.{}2", std::process::id());
+    let marker = marker.as_str();
+    let mut child = cmd()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sleep",
+            marker,
+        ])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while procs_with(&format!("sleep {marker}"))
+        .iter()
+        .all(|p| *p == child.id())
+    {
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("cordon exited early: {st}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(procs_with(&format!("sleep {marker}")).is_empty());
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "policy file left behind"
+    );
+}
+
+#[test]
+fn userns_refused_is_a_distinct_error_without_fallback() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("bwrap");
+    let mut f = std::fs::File::create(&fake).unwrap();
+    writeln!(f, "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with sysctl kernel.unprivileged_userns_clone=1.' >&2\nexit 1").unwrap();
+    drop(f);
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let out = cmd()
+        .env("CORDON_BWRAP", &fake)
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo RAN",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("user namespaces are refused"), "{e}");
+    assert!(
+        e.contains("No permissions to creating new namespace"),
+        "bwrap's stderr shown: {e}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
+}
+
+#[test]
+fn missing_or_tampered_helper_fails_closed() {
+    let ws = workspace();
+    let out = cmd()
+        .env("CORDON_HELPER", "/nonexistent/cordon-helper")
+        .args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo RAN",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("helper"));
+    let out = cmd()
+        .env("CORDON_HELPER_SHA256", "0".repeat(64))
+        .args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mismatch"));
+}
+
+#[test]
+fn exit_codes_and_explain() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    assert_eq!(
+        run(&["run", "--workspace", w, "--", "no-such-cmd"])
+            .status
+            .code(),
+        Some(127)
+    );
+    std::fs::write(ws.path().join("noexec"), "#!/bin/sh\n").unwrap();
+    assert_eq!(
+        run(&["run", "--workspace", w, "--", "./noexec"])
+            .status
+            .code(),
+        Some(126)
+    );
+    assert_eq!(
+        run(&["run", "--workspace", w, "--", "sh", "-c", "kill -9 $$"])
+            .status
+            .code(),
+        Some(137)
+    );
+    let out = run(&[
+        "run",
+        "--workspace",
+        w,
+        "--env",
+        "LD_PRELOAD=/x.so",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    let out = run(&[
+        "explain",
+        "--json",
+        "--workspace",
+        w,
+        "--env",
+        "K=hidden-value",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["bwrap_argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--disable-userns"));
+    assert_eq!(v["helper_policy"]["env"]["set"]["K"], "hidden-value");
+    assert!(!v["bwrap_argv"].to_string().contains("hidden-value"));
+}
+
+#[test]
+fn layers_are_labelled() {
+    let ws = workspace();
+    let (v, code) = json_run(ws.path(), &["--layers", "outer"], &["true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["layers"], "outer");
+    assert_eq!(v["enforcement"]["landlock"]["applied"], false);
+    let (v, code) = json_run(ws.path(), &["--layers", "inner"], &["sh", "-c", "id -u"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["layers"], "inner");
+    assert_eq!(v["enforcement"]["namespaces"]["applied"], false);
+    assert_eq!(v["enforcement"]["landlock"]["status"], "fully_enforced");
+    assert_ne!(
+        stdout_of(&v).trim(),
+        "0",
+        "inner layer as root still drops to an unprivileged uid"
+    );
+}
+
+fn example(interp: &str, file: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(file);
+    let out = Command::new(interp)
+        .arg(&path)
+        .env("CORDON_BIN", CORDON)
+        .env("CORDON_HELPER", helper())
+        .env("CORDON_HELPER_SHA256", helper_sha())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{file}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn exec_json_python_example() {
+    example("/usr/bin/python3", "exec_json.py");
+}
+
+#[test]
+fn exec_json_node_example() {
+    example("/usr/bin/node", "exec_json.js");
+}
+
+#[test]
+fn early_sigterm_leaves_no_process() {
+    // SIGTERM at various points of sandbox setup, including before bwrap's child
+    // has armed --die-with-parent.
+    let ws = workspace();
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, delay_ms) in [0u64, 2, 5, 10, 20, 40, 80, 150].iter().enumerate() {
+        let marker = format!("1000.{}3{i}", std::process::id());
+        let child = cmd()
+            .env("TMPDIR", tmp.path())
+            .args([
+                "run",
+                "--workspace",
+                ws.path().to_str().unwrap(),
+                "--",
+                "sleep",
+                &marker,
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(*delay_ms));
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let _ = out;
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            procs_with(&format!("sleep {marker}")).is_empty(),
+            "survivor after SIGTERM at {delay_ms} ms"
+        );
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "policy file left (delay {delay_ms} ms)"
+        );
+    }
+}
