@@ -15,6 +15,8 @@ pub const USAGE: &str = "usage:
   cordon explain [OPTIONS] -- CMD [ARGS...]   print the bwrap argv and helper policy, run nothing
   cordon exec-json                            read a JSON request on stdin, write the JSON result
   cordon doctor [--json]                      check the host; each line PASS/FAIL with a fix
+  cordon verify [--profile P] [--config F] [--json] [--only PATTERN]
+                                              attack the sandbox on this host; print a scorecard
 options:
   --profile P  --config FILE  --workspace DIR  --cwd DIR
   --rw PATH  --ro PATH  --hide PATH  (repeatable)
@@ -197,6 +199,7 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
         None => std::env::current_dir().map_err(|e| Error::io("current directory", e))?,
     };
     let mut opts = Options::new(args.command.clone(), workspace);
+    opts.workspace_implicit = args.workspace.is_none();
     opts.cwd = args.cwd.as_deref().map(absolute).transpose()?;
     opts.rw = args.rw.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
     opts.ro = args.ro.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
@@ -382,6 +385,14 @@ fn cmd_run(argv: &[String]) -> i32 {
     if !json_out {
         for d in &prep.degraded {
             eprintln!("cordon: DEGRADED: {d}");
+        }
+        for n in prep
+            .plan
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("workspace "))
+        {
+            eprintln!("cordon: note: {n}");
         }
         match prep.plan.layers {
             Layers::Outer => eprintln!("cordon: DIAGNOSTIC layers=outer: bwrap only, no helper (no Landlock/seccomp from cordon)"),
@@ -569,6 +580,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Some("explain") => cmd_explain(rest),
         Some("exec-json") => cmd_exec_json(),
         Some("doctor") => doctor::main(rest),
+        Some("verify") => crate::verify::main(rest),
         Some("--version") => {
             println!("cordon {}", env!("CARGO_PKG_VERSION"));
             0

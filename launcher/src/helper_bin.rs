@@ -1,7 +1,8 @@
 //! Finding `cordon-helper` and checking it before it is bound into a sandbox.
 //!
-//! Discovery order: `$CORDON_HELPER`, beside the launcher executable,
-//! `/usr/libexec/cordon/cordon-helper`, then `$PATH`.
+//! Discovery order: `$CORDON_HELPER`, beside the launcher executable, the
+//! prefix's `libexec/cordon/` (`<bin>/../libexec/cordon/`, where a non-root
+//! `scripts/install` puts it), `/usr/libexec/cordon/cordon-helper`, then `$PATH`.
 //!
 //! Integrity: a regular file, not group/world-writable, not setuid/setgid, static
 //! (no PT_INTERP: it must run in a sandbox root without a loader), and its SHA-256
@@ -52,6 +53,9 @@ pub fn candidates(
     }
     if let Some(dir) = exe.and_then(Path::parent) {
         v.push(dir.join(NAME));
+        if let Some(prefix) = dir.parent() {
+            v.push(prefix.join("libexec/cordon").join(NAME));
+        }
     }
     v.push(PathBuf::from(INSTALLED));
     for d in path_var
@@ -217,6 +221,7 @@ mod tests {
             c,
             vec![
                 PathBuf::from("/opt/cordon/bin/cordon-helper"),
+                PathBuf::from("/opt/cordon/libexec/cordon/cordon-helper"),
                 PathBuf::from(INSTALLED),
                 PathBuf::from("/a/cordon-helper"),
                 PathBuf::from("/b/cordon-helper"),

@@ -7,6 +7,7 @@
 //! - [`runner`]: spawn, fds, timeouts, signals, capture;
 //! - [`probe`]: the preflight sandbox and its cache;
 //! - [`helper_bin`]: helper discovery and integrity checks;
+//! - [`verify`]: `cordon verify`, the adversarial self-test;
 //! - [`doctor`], [`cli`]: the `cordon` command.
 
 pub mod error;
@@ -21,3 +22,4 @@ pub mod helper_bin;
 pub mod probe;
 pub mod runner;
 mod sys;
+pub mod verify;

@@ -114,6 +114,10 @@ pub struct Options {
     pub degrade_outer: bool,
     pub degrade_inner: bool,
     pub cache_root: Option<PathBuf>,
+    /// The workspace is the current directory, not a `--workspace` the
+    /// caller named: when the sandbox uid cannot write it, it is mounted
+    /// read-only (with a note) instead of refusing to run.
+    pub workspace_implicit: bool,
 }
 
 impl Options {
@@ -134,6 +138,7 @@ impl Options {
             degrade_outer: false,
             degrade_inner: false,
             cache_root: None,
+            workspace_implicit: false,
         }
     }
 }
@@ -277,8 +282,21 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     if fs.lstat(&ws).map(|m| m.kind) != Some(Kind::Dir) {
         return Err(Error::path(&ws, "workspace must be a directory"));
     }
+    let mut ws_access = profile.workspace;
+    if ws_access == WorkspaceAccess::Rw && opts.workspace_implicit {
+        let (uid, gid, _) = choose_uid(opts, host, fs, &ws)?;
+        if !fs.writable_by(&ws, uid, gid) {
+            // Stricter than asked, never weaker: the command still runs, and
+            // can write only /tmp and HOME.
+            ws_access = WorkspaceAccess::Ro;
+            notes.push(format!(
+                "workspace {} is read-only: the sandbox uid {uid} cannot write it (pass --workspace DIR writable by that uid, or --uid)",
+                ws.display()
+            ));
+        }
+    }
     let mut writable: Vec<PathBuf> = Vec::new();
-    if profile.workspace == WorkspaceAccess::Rw {
+    if ws_access == WorkspaceAccess::Rw {
         writable.push(ws.clone());
     }
     for p in profile.rw.iter().chain(&opts.rw) {
@@ -341,7 +359,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     for p in &opts.ro {
         push_root(p, false, &mut roots)?;
     }
-    if profile.workspace == WorkspaceAccess::Ro {
+    if ws_access == WorkspaceAccess::Ro {
         roots.push(RoRoot {
             path: ws.clone(),
             try_: false,

@@ -632,3 +632,24 @@ fn ro_root_under_tmp_is_mounted_after_the_tmpfs() {
     let t = pos(&p.bwrap_argv, &["--tmpfs", "/home"]).unwrap();
     assert!(t > b);
 }
+
+#[test]
+fn implicit_workspace_the_sandbox_uid_cannot_write_is_mounted_read_only() {
+    // Root, cwd owned by root (0755): nobody cannot write it. Named with
+    // --workspace that is an error (see above); as the implicit cwd it is
+    // mounted read-only with a note, and nothing becomes writable.
+    let mut fs = FakeFs::host();
+    fs.owner("/work/ws", 0);
+    let mut o = opts(&["true"]);
+    o.workspace_implicit = true;
+    let p = plan_with(&fs, &o, 0).unwrap();
+    assert!(pos(&p.bwrap_argv, &["--ro-bind", "/work/ws", "/work/ws"]).is_some());
+    assert!(pos(&p.bwrap_argv, &["--bind", "/work/ws", "/work/ws"]).is_none());
+    assert!(
+        p.notes.iter().any(|n| n.contains("read-only")),
+        "{:?}",
+        p.notes
+    );
+    o.workspace_implicit = false;
+    assert!(matches!(plan_with(&fs, &o, 0), Err(Error::Uid(_))));
+}

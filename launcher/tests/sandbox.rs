@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const CORDON: &str = env!("CARGO_BIN_EXE_cordon");
+/// `$CORDON_BIN` when set (scripts/test stages it where an unprivileged user
+/// can reach it), else the binary cargo built for this test.
+fn cordon_bin() -> PathBuf {
+    std::env::var_os("CORDON_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cordon")))
+}
 
 fn helper() -> PathBuf {
     let p = std::env::var("CORDON_HELPER_BIN").expect(
@@ -35,7 +41,7 @@ fn is_root() -> bool {
 }
 
 fn cmd() -> Command {
-    let mut c = Command::new(CORDON);
+    let mut c = Command::new(cordon_bin());
     c.env("CORDON_HELPER", helper())
         .env("CORDON_HELPER_SHA256", helper_sha());
     c.env_remove("CORDON_BWRAP");
@@ -688,7 +694,7 @@ fn example(interp: &str, file: &str) {
         .join(file);
     let out = Command::new(interp)
         .arg(&path)
-        .env("CORDON_BIN", CORDON)
+        .env("CORDON_BIN", cordon_bin())
         .env("CORDON_HELPER", helper())
         .env("CORDON_HELPER_SHA256", helper_sha())
         .output()
