@@ -139,12 +139,15 @@ fn canonical(p: &Path) -> PathBuf {
     }
 }
 
-fn open_rule(path: &Path, follow: bool, what: &str) -> Result<(OwnedFd, bool)> {
-    let fd = sys::open_path(path, follow)
-        .map_err(|e| Error::Policy(format!("{what}: cannot open {}: {e}", path.display())))?;
-    let is_dir = sys::is_dir(&fd)
-        .map_err(|e| Error::Policy(format!("{what}: cannot stat {}: {e}", path.display())))?;
-    Ok((fd, is_dir))
+/// The canonical path of an open rule fd: one readlink of /proc/self/fd/N
+/// instead of one per path component; the component walk when /proc is
+/// missing (an empty root) or the path was unlinked.
+fn canonical_of(fd: &OwnedFd, path: &Path) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(p) if p.is_absolute() && !p.to_string_lossy().ends_with(" (deleted)") => p,
+        _ => canonical(path),
+    }
 }
 
 /// Replace an allowed directory by its children minus the denied ones,
@@ -171,11 +174,23 @@ fn expand(
         }
         // Never follow: a symlink in the expanded directory must not re-grant
         // the denied target. (A rule on a symlink's own inode grants nothing.)
-        let (fd, is_dir) = match open_rule(&child, false, origin) {
-            Ok(x) => x,
+        let fd = match sys::open_path(&child, false) {
+            Ok(fd) => fd,
             // Raced away between readdir and open: nothing to grant.
-            Err(_) if !child.exists() && child.symlink_metadata().is_err() => continue,
-            Err(e) => return Err(e),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => {
+                return Err(Error::Policy(format!(
+                    "{origin}: cannot open {}: {e}",
+                    child.display()
+                )))
+            }
+        };
+        // readdir's d_type saves an fstat per entry; stat only when unknown.
+        let is_dir = match ent.file_type() {
+            Ok(t) => t.is_dir(),
+            Err(_) => sys::is_dir(&fd).map_err(|e| {
+                Error::Policy(format!("{origin}: cannot stat {}: {e}", child.display()))
+            })?,
         };
         if is_dir && denies.iter().any(|d| d.starts_with(&child)) {
             drop(fd);
@@ -233,7 +248,7 @@ pub fn plan(p: &Policy) -> Result<Plan> {
             }
         };
         if !denies.is_empty() {
-            let canon = canonical(path);
+            let canon = canonical_of(&fd, path);
             if let Some(d) = denies.iter().find(|d| canon.starts_with(d)) {
                 return Err(Error::Policy(format!(
                     "{what}.path: {} is at or beneath the denied path {}",
@@ -427,9 +442,14 @@ pub fn apply(plan: &mut Plan) -> Result<Applied> {
     }
     let status = created.restrict_self().map_err(ll_err)?;
     let path_rules = plan.rules.len();
-    // The rule fds have done their job; closing them now keeps them out of
-    // the command even if keepFds would have covered their numbers.
-    plan.rules.clear();
+    // The rule fds have done their job. They are not closed one by one (one
+    // syscall each, hundreds for an expanded /etc): step 5's close_range
+    // closes them in one call, and O_CLOEXEC guarantees they never reach the
+    // command. A keepFds number cannot collide with one: keepFds names fds
+    // already open at startup, before any rule fd was opened.
+    for r in plan.rules.drain(..) {
+        let _ = std::os::fd::IntoRawFd::into_raw_fd(r.fd);
+    }
     let status = match status.ruleset {
         RulesetStatus::FullyEnforced => "fully_enforced",
         RulesetStatus::PartiallyEnforced => "partially_enforced",

@@ -22,8 +22,14 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 
 fn open_raw(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c = cstr(path)?;
+    // The raw syscall: musl's open() follows O_CLOEXEC with a redundant
+    // fcntl(F_SETFD), one extra syscall per Landlock rule.
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
-    let fd = check(unsafe { libc::open(c.as_ptr(), flags) })?;
+    let fd = unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, c.as_ptr(), flags, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = fd as RawFd;
     // SAFETY: `fd` was just returned by open(2) and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

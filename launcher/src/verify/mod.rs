@@ -203,6 +203,26 @@ impl Session<'_> {
         }
     }
 
+    /// One both-layer run that must reach the probe.
+    fn smoke(&self) -> Result<()> {
+        let cmd = vec![self.fx.probe.to_string_lossy().into_owned(), "nnp".into()];
+        let args = self.args(Layers::Both, cmd, None);
+        let prep = cli::prepare(&args, &self.profile, true)?;
+        let cfg = RunConfig {
+            capture: true,
+            stdin: Input::Null,
+            cap_bytes: 64 << 10,
+        };
+        let r = runner::run(&prep.plan, prep.helper.as_ref(), &cfg)?;
+        match score::parse_probe(&r.stdout.data, &r.stderr.data, r.exit_code, r.signal) {
+            Outcome::Allowed { .. } | Outcome::Denied { .. } => Ok(()),
+            o => Err(Error::io(
+                "verify: the first sandboxed probe",
+                std::io::Error::other(format!("{}: {}", o.cell(), o.detail())),
+            )),
+        }
+    }
+
     /// The control: the probe with no sandbox at all, as the sandbox uid, with
     /// the launcher's environment and its leaked fd.
     fn bare(&self, args: &[String]) -> Outcome {
@@ -522,18 +542,9 @@ fn run(va: &VerifyArgs) -> Result<i32> {
         fx,
         interrupted: false,
     };
-    // Fail early and clearly when the sandbox cannot start at all.
-    let (o, out) = s.sandboxed(
-        Layers::Both,
-        vec![s.fx.probe.to_string_lossy().into_owned(), "nnp".into()],
-        None,
-    );
-    if let Outcome::Error { detail } = &o {
-        return Err(Error::Usage(format!(
-            "the sandbox does not start on this host: {detail} {}",
-            out.trim()
-        )));
-    }
+    // Fail early, with the launcher's own error and fix, when the sandbox
+    // cannot start at all.
+    s.smoke()?;
 
     let mut results: Vec<AttackResult> = Vec::new();
     for a in catalogue::catalogue() {
