@@ -48,8 +48,24 @@ pub fn switch_user(uid: u32, gid: u32) -> Result<()> {
         ))
     };
     let (g, u) = (Gid::from_raw(gid), Uid::from_raw(uid));
+    // Leaving uid 0 empties the permitted set, and with it the CAP_SETPCAP
+    // that step 6 needs to lock securebits and clear the bounding set. Keep
+    // the permitted set across the switch and raise CAP_SETPCAP again; step 6
+    // then drops everything (and locks KEEP_CAPS off) as it always does.
+    let setpcap = caps::has_cap(None, caps::CapSet::Permitted, caps::Capability::CAP_SETPCAP)
+        .unwrap_or(false);
+    if setpcap {
+        caps::securebits::set_keepcaps(true)
+            .map_err(|e| Error::Caps(format!("user: PR_SET_KEEPCAPS failed: {e}")))?;
+    }
     setgroups(&[]).map_err(|e| fail("clearing supplementary groups", e))?;
     setresgid(g, g, g).map_err(|e| fail("setresgid", e))?;
     setresuid(u, u, u).map_err(|e| fail("setresuid", e))?;
+    if setpcap {
+        caps::securebits::set_keepcaps(false)
+            .map_err(|e| Error::Caps(format!("user: PR_SET_KEEPCAPS failed: {e}")))?;
+        caps::raise(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
+            .map_err(|e| Error::Caps(format!("user: raising CAP_SETPCAP for step 6: {e}")))?;
+    }
     Ok(())
 }

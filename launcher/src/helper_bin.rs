@@ -6,9 +6,10 @@
 //!
 //! Integrity: a regular file, not group/world-writable, not setuid/setgid, static
 //! (no PT_INTERP: it must run in a sandbox root without a loader), and its SHA-256
-//! equal to the expected hash: recorded at build time (`CORDON_HELPER_SHA256` in
-//! the build environment), else `--helper-sha256` / `$CORDON_HELPER_SHA256`. With
-//! no expected hash the helper is refused (fail closed). The checks run on an open
+//! equal to every expected hash: the one recorded at build time
+//! (`CORDON_HELPER_SHA256` in the build environment) and the caller's
+//! (`--helper-sha256` / `$CORDON_HELPER_SHA256`), whichever are known. With no
+//! expected hash the helper is refused (fail closed). The checks run on an open
 //! fd, and that same fd is what bwrap binds (`--ro-bind-fd`), so the file checked
 //! is the file run.
 
@@ -153,19 +154,31 @@ pub fn verify(path: &Path, expected_caller: Option<&str>) -> Result<Helper> {
         ));
     }
     let sha = sha256_hex(&data);
-    let (want, source) = match (BUILD_SHA256, expected_caller) {
-        (Some(b), _) if !b.is_empty() => (b.to_string(), HashSource::Build),
-        (_, Some(c)) if !c.is_empty() => (c.to_string(), HashSource::Caller),
-        _ => {
+    // Every hash we know must match: the one recorded at build time and the
+    // caller's. A caller's hash can narrow the choice, never widen it past
+    // what this cordon was built with.
+    let build = BUILD_SHA256.filter(|b| !b.is_empty());
+    let caller = expected_caller.filter(|c| !c.is_empty());
+    let source = match (build, caller) {
+        (Some(_), _) => HashSource::Build,
+        (None, Some(_)) => HashSource::Caller,
+        (None, None) => {
             return Err(err(format!(
                 "no expected SHA-256 is known (this cordon was built without CORDON_HELPER_SHA256); pass --helper-sha256 {sha} after checking it, or rebuild with CORDON_HELPER_SHA256 set"
             )))
         }
     };
-    if !want.eq_ignore_ascii_case(&sha) {
-        return Err(err(format!(
-            "SHA-256 mismatch: expected {want}, found {sha}; refused"
-        )));
+    for (want, whose) in [
+        (build, "recorded at build time"),
+        (caller, "given by the caller"),
+    ] {
+        if let Some(want) = want {
+            if !want.eq_ignore_ascii_case(&sha) {
+                return Err(err(format!(
+                    "SHA-256 mismatch: expected {want} ({whose}), found {sha}; refused"
+                )));
+            }
+        }
     }
     Ok(Helper {
         path: path.to_path_buf(),

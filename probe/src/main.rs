@@ -25,6 +25,7 @@ mod kernel;
 mod net;
 mod priv_;
 mod proc;
+mod verify;
 
 use std::ffi::CString;
 use std::process::ExitCode;
@@ -136,7 +137,47 @@ const PROBES: &[(&str, &str, ProbeFn)] = &[
     ("udp-send", "HOST PORT", net::udp_send),
     ("unix-connect", "PATH", net::unix_connect),
     ("abstract-connect", "NAME", net::abstract_connect),
+    // verify.rs (added for `cordon verify`)
+    ("leak", "PATH MARKER", verify::leak),
+    ("nnp", "", verify::nnp),
+    ("ro-detach", "PATH", verify::ro_detach),
+    ("umount", "", verify::umount),
+    ("with-ppid", "SUBCOMMAND [ARGS...]", with_ppid),
 ];
+
+/// `with-ppid SUBCOMMAND [ARGS...]`: run another probe with every argument
+/// `PPID` replaced by our parent's pid (the sandbox's init, or the launcher
+/// when there is no pid namespace), which the caller cannot know in advance,
+/// and `PPID_ADDR` by the start of the parent's first mapping (from
+/// /proc/PPID/maps; `0x10000` when that is unreadable: then ptrace access is
+/// refused anyway and the address is never used).
+fn with_ppid(args: &[String]) -> ProbeResult {
+    let sub = arg(args, 0, "SUBCOMMAND")?;
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() }.to_string();
+    let addr = std::fs::read_to_string(format!("/proc/{ppid}/maps"))
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split('-').next())
+                .map(|a| format!("0x{a}"))
+        })
+        .unwrap_or_else(|| "0x10000".into());
+    let rest: Vec<String> = args[1..]
+        .iter()
+        .map(|a| match a.as_str() {
+            "PPID" => ppid.clone(),
+            "PPID_ADDR" => addr.clone(),
+            _ => a.clone(),
+        })
+        .collect();
+    match PROBES.iter().find(|(name, _, _)| *name == sub) {
+        Some((name, _, _)) if *name == "with-ppid" => Err(Setup("with-ppid cannot nest".into())),
+        Some((_, _, probe)) => probe(&rest),
+        None => Err(Setup(format!("unknown subcommand {sub:?}"))),
+    }
+}
 
 fn usage() -> String {
     let mut s = String::from("usage: cordon-probe SUBCOMMAND [ARGS...]\n\nsubcommands:\n");

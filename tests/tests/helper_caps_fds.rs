@@ -149,6 +149,10 @@ fn user_switch_is_reported_and_effective() {
     let v = read_report(&mut report);
     assert_eq!(v["uid"], json!(NOBODY), "{v}");
     assert_eq!(v["gid"], json!(NOBODY), "{v}");
+    // Leaving uid 0 must not cost step 6 its CAP_SETPCAP: the bounding set
+    // is still emptied and securebits locked.
+    assert_eq!(v["caps"]["bounding"], json!([]), "{v}");
+    assert_eq!(v["caps"]["securebits_locked"], json!(true), "{v}");
 }
 
 #[test]
