@@ -5,6 +5,7 @@
 //! `caps`, `seccomp`, `rlimits`, `env` and `exec` are one step each, `sys`
 //! holds every raw syscall.
 
+pub mod arena;
 pub mod caps;
 pub mod enforce;
 pub mod env;

@@ -7,6 +7,11 @@ use cordon_helper::policy_source::Source;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+// A bump arena instead of musl's allocator: fewer page faults and no
+// map/unmap churn in a process that lives for a millisecond (arena.rs).
+#[global_allocator]
+static ALLOC: cordon_helper::arena::Arena = cordon_helper::arena::Arena::new();
+
 const USAGE: &str =
     "usage: cordon-helper [--policy-file PATH | --policy-fd N] [--report-fd N] -- CMD [ARGS...]
        cordon-helper --check   [--policy-file PATH | --policy-fd N]
