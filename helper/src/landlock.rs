@@ -112,7 +112,8 @@ pub struct PathRule {
     pub access: Access,
     pub rights: BitFlags<AccessFs>,
     /// Which policy entry produced it (expansions name their origin).
-    pub origin: String,
+    /// Shared: an expanded directory can yield hundreds of rules.
+    pub origin: std::rc::Rc<str>,
 }
 
 pub struct Plan {
@@ -159,22 +160,26 @@ fn expand(
     origin: &str,
     out: &mut Vec<PathRule>,
 ) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
+    let list_err = |e: std::io::Error| {
         Error::Policy(format!(
             "{origin}: cannot list {} to carve out a denied path: {e}",
             dir.display()
         ))
-    })?;
+    };
+    let dir_fd = sys::open_path(dir, true).map_err(list_err)?;
+    let entries = std::fs::read_dir(dir).map_err(list_err)?;
+    let expanded: std::rc::Rc<str> = format!("expanded from {origin}").into();
     for ent in entries {
-        let ent = ent
-            .map_err(|e| Error::Policy(format!("{origin}: cannot list {}: {e}", dir.display())))?;
-        let child = dir.join(ent.file_name());
+        let ent = ent.map_err(list_err)?;
+        let name = ent.file_name();
+        let child = dir.join(&name);
         if denies.contains(&child) {
             continue;
         }
         // Never follow: a symlink in the expanded directory must not re-grant
         // the denied target. (A rule on a symlink's own inode grants nothing.)
-        let fd = match sys::open_path(&child, false) {
+        // Opened relative to the directory: one component to look up.
+        let fd = match sys::open_path_at(&dir_fd, &name) {
             Ok(fd) => fd,
             // Raced away between readdir and open: nothing to grant.
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
@@ -203,7 +208,7 @@ fn expand(
             fd,
             is_dir,
             access,
-            origin: format!("expanded from {origin}"),
+            origin: expanded.clone(),
         });
     }
     Ok(())
@@ -273,7 +278,7 @@ pub fn plan(p: &Policy) -> Result<Plan> {
             fd,
             is_dir,
             access: *access,
-            origin: what,
+            origin: what.into(),
         });
     }
     let mut handled_net = BitFlags::empty();
@@ -356,7 +361,7 @@ impl Plan {
                 "kind": if r.is_dir { "dir" } else { "file" },
                 "access": r.access.name(),
                 "rights": fs_names(r.rights),
-                "origin": r.origin,
+                "origin": &*r.origin,
             })).collect::<Vec<_>>(),
             "skipped_optional": self.skipped_optional,
             "tcp_bind": self.bind_ports,

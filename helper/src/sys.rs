@@ -42,6 +42,28 @@ pub fn open_path(path: &Path, follow: bool) -> io::Result<OwnedFd> {
     open_raw(path, libc::O_PATH | libc::O_CLOEXEC | nofollow)
 }
 
+/// An `O_PATH|O_NOFOLLOW` fd for `name` inside the directory `dir`: a
+/// one-component lookup instead of walking the whole path from `/`.
+pub fn open_path_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<OwnedFd> {
+    let c = CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))?;
+    // SAFETY: `c` is NUL-terminated and outlives the call; `dir` is an open fd.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by openat(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// Open the policy file: never follow a symlink, never block on a FIFO.
 pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
     open_raw(
