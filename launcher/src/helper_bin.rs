@@ -114,10 +114,11 @@ pub fn has_interp(elf: &[u8]) -> std::result::Result<bool, String> {
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(data))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Open and verify the helper. `expected` is the caller's hash (used only when
@@ -145,15 +146,32 @@ pub fn verify(path: &Path, expected_caller: Option<&str>) -> Result<Helper> {
     if mode & 0o111 == 0 {
         return Err(err("is not executable".into()));
     }
-    let mut data = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut data)
-        .map_err(|e| err(format!("cannot read: {e}")))?;
-    if has_interp(&data).map_err(err)? {
+    // Stream the file through a small buffer: hashing needs every byte once,
+    // the static check only the headers. (Reading the whole ~700 KiB binary
+    // into memory cost a page fault per 4 KiB on every run.)
+    const HEAD: usize = 64 * 1024;
+    let mut hasher = Sha256::new();
+    let mut head: Vec<u8> = Vec::with_capacity(HEAD);
+    let mut buf = vec![0u8; HEAD];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(format!("cannot read: {e}"))),
+        };
+        if head.len() < HEAD {
+            let take = n.min(HEAD - head.len());
+            head.extend_from_slice(&buf[..take]);
+        }
+        hasher.update(&buf[..n]);
+    }
+    if has_interp(&head).map_err(err)? {
         return Err(err(
             "is dynamically linked (has an ELF interpreter); the helper must be static (musl build)".into(),
         ));
     }
-    let sha = sha256_hex(&data);
+    let sha = hex(&hasher.finalize());
     // Every hash we know must match: the one recorded at build time and the
     // caller's. A caller's hash can narrow the choice, never widen it past
     // what this cordon was built with.

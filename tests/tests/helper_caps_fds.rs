@@ -318,3 +318,46 @@ fn rlimit_as_stops_a_mem_bomb() {
         .run()
         .assert_allowed();
 }
+
+/// Step 1: a helper installed setuid root must refuse to run (exit 76)
+/// before reading any policy. Root-only: an unprivileged user cannot make a
+/// setuid-root file. Control: the same copy without the bit gets past step 1
+/// and fails at step 2 on the missing policy (75).
+#[test]
+fn setuid_helper_refuses_to_run_76() {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("cordon-setuid-")
+        .tempdir()
+        .unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("cordon-helper");
+    fs::copy(helper_bin(), &copy).unwrap();
+    let run = |mode: u32| {
+        fs::set_permissions(&copy, fs::Permissions::from_mode(mode)).unwrap();
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&copy)
+            .args([
+                "--policy-file",
+                "/nonexistent/policy.json",
+                "--",
+                "/bin/true",
+            ])
+            .output()
+            .unwrap()
+    };
+    let control = run(0o755);
+    assert_eq!(control.status.code(), Some(exit::PERMISSION), "{control:?}");
+    let out = run(0o4755);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::SETUID), "{stderr}");
+    assert!(
+        stderr.starts_with("cordon-helper: error: refusing to run setuid"),
+        "{stderr}"
+    );
+}
