@@ -455,22 +455,25 @@ fn cmd_explain(argv: &[String]) -> i32 {
             "timeout": p.timeout, "notes": p.notes,
             "fds": p.fds.iter().map(|(n, r)| json!({"fd": n, "role": format!("{r:?}").to_lowercase()})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return 0;
     }
-    println!(
+    crate::outln!(
         "# layers: {:?}   profile: {}   uid: {} gid: {}",
-        p.layers, p.profile, p.uid, p.gid
+        p.layers,
+        p.profile,
+        p.uid,
+        p.gid
     );
-    println!("# environment (names only): {}", env_names.join(" "));
+    crate::outln!("# environment (names only): {}", env_names.join(" "));
     for n in &p.notes {
-        println!("# note: {n}");
+        crate::outln!("# note: {n}");
     }
     let argv = p.exec_argv();
     let mut line = String::new();
     for a in argv {
         if a.starts_with("--") && !line.is_empty() {
-            println!("{line} \\");
+            crate::outln!("{line} \\");
             line = format!("  {}", shell_quote(a));
         } else {
             if !line.is_empty() {
@@ -479,10 +482,10 @@ fn cmd_explain(argv: &[String]) -> i32 {
             line.push_str(&shell_quote(a));
         }
     }
-    println!("{line}");
+    crate::outln!("{line}");
     if let Some(pol) = &p.helper_policy {
-        println!("# helper policy ({}):", plan::POLICY_PATH);
-        println!("{}", serde_json::to_string_pretty(pol).unwrap_or_default());
+        crate::outln!("# helper policy ({}):", plan::POLICY_PATH);
+        crate::outln!("{}", serde_json::to_string_pretty(pol).unwrap_or_default());
     }
     0
 }
@@ -582,11 +585,11 @@ pub fn main(argv: Vec<String>) -> i32 {
         Some("doctor") => doctor::main(rest),
         Some("verify") => crate::verify::main(rest),
         Some("--version") => {
-            println!("cordon {}", env!("CARGO_PKG_VERSION"));
+            crate::outln!("cordon {}", env!("CARGO_PKG_VERSION"));
             0
         }
         Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
+            crate::outln!("{USAGE}");
             0
         }
         _ => {

@@ -182,7 +182,7 @@ pub fn main(args: &[String]) -> i32 {
             .iter()
             .map(|c| json!({"check": c.name, "status": match c.ok { Some(true) => "pass", Some(false) => "fail", None => "warn" }, "detail": c.detail, "fix": c.fix}))
             .collect();
-        println!("{}", json!({"ok": !failed, "checks": v}));
+        crate::outln!("{}", json!({"ok": !failed, "checks": v}));
     } else {
         for c in &checks {
             let st = match c.ok {
@@ -191,9 +191,9 @@ pub fn main(args: &[String]) -> i32 {
                 None => "WARN",
             };
             if c.ok == Some(true) {
-                println!("{st} {}: {}", c.name, c.detail);
+                crate::outln!("{st} {}: {}", c.name, c.detail);
             } else {
-                println!("{st} {}: {} — fix: {}", c.name, c.detail, c.fix);
+                crate::outln!("{st} {}: {} — fix: {}", c.name, c.detail, c.fix);
             }
         }
     }

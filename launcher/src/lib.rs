@@ -23,3 +23,14 @@ pub mod probe;
 pub mod runner;
 mod sys;
 pub mod verify;
+
+/// `println!` that cannot panic: with Rust's SIGPIPE disposition a closed
+/// stdout (`cordon doctor | head -1`) makes `println!` panic; the reader is
+/// gone, so the line is simply dropped.
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}

@@ -754,3 +754,23 @@ fn early_sigterm_leaves_no_process() {
         );
     }
 }
+
+/// `cordon … | head` must not panic when the reader has gone: the output is
+/// dropped and the exit status is the command's own.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    for args in [&["--help"][..], &["verify", "--help"][..]] {
+        let mut child = Command::new(cordon_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before cordon (still exec'ing) can write.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}

@@ -60,6 +60,17 @@ pub fn parse_args(argv: &[String]) -> Result<VerifyArgs> {
             i += 1;
             continue;
         }
+        const WITH_VALUE: [&str; 6] = [
+            "--profile",
+            "--config",
+            "--only",
+            "--fixture-dir",
+            "--probe",
+            "--helper-sha256",
+        ];
+        if !WITH_VALUE.contains(&f) {
+            return Err(Error::Usage(format!("verify: unknown option {f}\n{USAGE}")));
+        }
         let v = argv
             .get(i + 1)
             .ok_or_else(|| Error::Usage(format!("verify: {f} needs a value")))?;
@@ -485,6 +496,10 @@ fn error_json(e: &Error) -> Value {
 }
 
 pub fn main(argv: &[String]) -> i32 {
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        crate::outln!("{USAGE}");
+        return 0;
+    }
     let va = match parse_args(argv) {
         Ok(a) => a,
         Err(e) => {
@@ -496,7 +511,7 @@ pub fn main(argv: &[String]) -> i32 {
         Ok(code) => code,
         Err(e) => {
             if va.json {
-                println!("{}", error_json(&e));
+                crate::outln!("{}", error_json(&e));
             } else {
                 eprintln!("cordon: error: verify: {e}");
             }
@@ -601,13 +616,13 @@ fn run(va: &VerifyArgs) -> Result<i32> {
             &summary,
             start.elapsed().as_millis() as u64,
         );
-        println!("{v}");
+        crate::outln!("{v}");
     } else {
         print!(
             "{}",
             score::table(&name, &results, &workloads, &checks, &summary)
         );
-        println!(
+        crate::outln!(
             "({} attacks x 4 runs in {:.1}s)",
             results.len(),
             start.elapsed().as_secs_f64()
