@@ -12,6 +12,50 @@ struct Check {
     fix: String,
 }
 
+/// What the helper itself sees (`cordon-helper --probe`), run through the fd
+/// that was verified, so the bytes probed are the bytes checked.
+fn helper_probe(h: &helper_bin::Helper) -> Check {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", h.file.as_raw_fd());
+    let out = std::process::Command::new(&path).arg("--probe").output();
+    let v: Option<Value> = out
+        .as_ref()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok());
+    match v {
+        Some(v) => {
+            let abi = v["landlock_abi"].as_i64().unwrap_or(0);
+            let filter = v["seccomp"]["filter_available"].as_bool().unwrap_or(false);
+            Check {
+                name: "helper probe",
+                ok: Some(abi >= 1 && filter),
+                detail: format!(
+                    "Landlock ABI {abi} (helper targets {}), seccomp filter {}, actions {}, in a user namespace: {}",
+                    v["landlock_target_abi"],
+                    if filter { "available" } else { "unavailable" },
+                    v["seccomp"]["actions"],
+                    v["in_user_namespace"]
+                ),
+                fix: "the inner layer needs Landlock (boot with lsm=...,landlock) and seccomp filters (CONFIG_SECCOMP_FILTER)".into(),
+            }
+        }
+        None => Check {
+            name: "helper probe",
+            ok: Some(false),
+            detail: match out {
+                Ok(o) => format!(
+                    "cordon-helper --probe failed ({}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Err(e) => format!("cannot run cordon-helper --probe: {e}"),
+            },
+            fix: "reinstall the helper (scripts/install)".into(),
+        },
+    }
+}
+
 fn landlock_abi() -> i64 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attr, size 0 and the VERSION flag the kernel only
@@ -142,6 +186,9 @@ pub fn main(args: &[String]) -> i32 {
             detail: e.to_string(),
             fix: "build the static helper and set CORDON_HELPER / CORDON_HELPER_SHA256 (docs/launcher.md)".into(),
         }),
+    }
+    if let Ok(h) = &helper {
+        checks.push(helper_probe(h));
     }
     if let (Ok(b), Ok(h)) = (&bwrap, &helper) {
         let euid = sys::geteuid();

@@ -774,3 +774,44 @@ fn closed_stdout_is_not_a_panic() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
 }
+
+/// `cordon doctor --json` on this host: every check passes, including the
+/// helper's own probe run through the verified helper; a tampered hash fails
+/// the helper check with a fix.
+#[test]
+fn doctor_reports_each_layer_with_fixes() {
+    let out = cmd().args(["doctor", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], Value::Bool(true), "{v}");
+    let names: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    for n in [
+        "landlock",
+        "seccomp",
+        "bwrap",
+        "helper",
+        "helper probe",
+        "/proc strategy",
+    ] {
+        assert!(names.contains(&n), "no {n} check in {v}");
+    }
+    let bad = cmd()
+        .env("CORDON_HELPER_SHA256", "0".repeat(64))
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(v["ok"], Value::Bool(false), "{v}");
+    let helper = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "helper")
+        .unwrap();
+    assert_eq!(helper["status"], "fail", "{helper}");
+    assert!(!helper["fix"].as_str().unwrap().is_empty());
+}
