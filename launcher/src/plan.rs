@@ -159,15 +159,30 @@ pub struct Host {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
-    RoBind { path: PathBuf, try_: bool },
-    Symlink { target: PathBuf, link: PathBuf },
+    RoBind {
+        path: PathBuf,
+        try_: bool,
+    },
+    Symlink {
+        target: PathBuf,
+        link: PathBuf,
+    },
     Dev,
     Proc(ProcStrategy),
     Tmpfs(PathBuf),
     MaskDir(PathBuf),
     MaskFile(PathBuf),
     Bind(PathBuf),
-    RoBindFd { fd: i32, dest: &'static str },
+    RoBindFd {
+        fd: i32,
+        dest: &'static str,
+    },
+    /// A 0600 file that bwrap creates inside the sandbox from an fd's data
+    /// (the policy: it never needs a name on the host).
+    DataFile0600 {
+        fd: i32,
+        dest: &'static str,
+    },
 }
 
 impl Op {
@@ -178,7 +193,7 @@ impl Op {
             Op::Symlink { link, .. } => link,
             Op::Dev => Path::new("/dev"),
             Op::Proc(_) => Path::new("/proc"),
-            Op::RoBindFd { dest, .. } => Path::new(dest),
+            Op::RoBindFd { dest, .. } | Op::DataFile0600 { dest, .. } => Path::new(dest),
         }
     }
     /// Does this mount show host content (as opposed to an empty/synthetic fs)?
@@ -530,7 +545,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     ops.extend(ro_nested);
     ops.extend(masks_rw);
     if opts.layers == Layers::Both {
-        ops.push(Op::RoBindFd {
+        ops.push(Op::DataFile0600 {
             fd: POLICY_FD,
             dest: POLICY_PATH,
         });
@@ -746,6 +761,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 Op::RoBindFd { fd, dest } => {
                     a.extend(["--ro-bind-fd".into(), fd.to_string(), (*dest).into()])
                 }
+                Op::DataFile0600 { fd, dest } => a.extend([
+                    "--perms".into(),
+                    "0600".into(),
+                    "--ro-bind-data".into(),
+                    fd.to_string(),
+                    (*dest).into(),
+                ]),
             }
         }
         a.extend(["--chdir".into(), s(&cwd), "--".into()]);

@@ -13,10 +13,8 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const DEFAULT_CAP: usize = 1 << 20;
@@ -80,7 +78,6 @@ pub struct SandboxResult {
 
 static SIGNAL_W: AtomicI32 = AtomicI32::new(-1);
 static SIGNAL_R: AtomicI32 = AtomicI32::new(-1);
-static CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 extern "C" fn on_signal(sig: libc::c_int) {
     let fd = SIGNAL_W.load(Ordering::Relaxed);
@@ -91,8 +88,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Route SIGINT/SIGTERM/SIGHUP to the runner (which tears the sandbox down and
-/// removes the policy file), and remove registered temp files on panic.
+/// Route SIGINT/SIGTERM/SIGHUP to the runner, which tears the sandbox down.
 pub fn install_handlers() -> Result<()> {
     let (r, w) = sys::pipe().map_err(|e| Error::io("signal pipe", e))?;
     sys::set_nonblocking(w.as_raw_fd()).map_err(|e| Error::io("signal pipe", e))?;
@@ -110,76 +106,42 @@ pub fn install_handlers() -> Result<()> {
             }
         }
     }
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Ok(list) = CLEANUP.try_lock() {
-            for p in list.iter() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-        prev(info);
-    }));
     Ok(())
 }
 
-fn register(p: &std::path::Path) {
-    if let Ok(mut l) = CLEANUP.lock() {
-        l.push(p.to_path_buf());
-    }
-}
-
-fn unregister(p: &std::path::Path) {
-    if let Ok(mut l) = CLEANUP.lock() {
-        l.retain(|x| x != p);
-    }
-}
-
-/// The policy file: removed when dropped, or earlier once the helper has read it.
+/// The helper policy, in a file that never has a name: `tempfile::tempfile()`
+/// (O_TMPFILE), mode 0600. bwrap copies it into the sandbox as a 0600 file
+/// (`--perms 0600 --ro-bind-data`); `--layers inner` hands the fd to the
+/// helper (`--policy-fd`). No outcome, not even SIGKILL of the launcher, can
+/// leave it behind.
 struct PolicyFile {
-    path: Option<tempfile::TempPath>,
     fd: Option<OwnedFd>,
 }
 
 impl PolicyFile {
     fn create(policy: &Value, owner: Option<(u32, u32)>) -> Result<PolicyFile> {
-        let mut tmp = tempfile::Builder::new()
-            .prefix("cordon-policy-")
-            .suffix(".json")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .tempfile()
-            .map_err(|e| Error::io("create policy file", e))?;
-        register(tmp.path());
+        let mut tmp = tempfile::tempfile().map_err(|e| Error::io("create policy file", e))?;
+        // O_TMPFILE files take their mode from the umask; the helper accepts
+        // exactly 0600, and nobody else should read the policy in between.
+        tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| Error::io("chmod policy file", e))?;
         let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
         // write_all on the unbuffered file: complete when it returns. No
-        // fsync: the helper reads it through the same page cache, and the
-        // file is deleted after the run (an fsync cost ~1 ms per run here,
-        // far more on real disks).
+        // fsync: it is read through the same page cache and never persists.
         tmp.write_all(&text)
             .map_err(|e| Error::io("write policy file", e))?;
         if let Some((uid, gid)) = owner {
-            // The helper requires the file to be owned by its real uid.
-            sys::fchown(tmp.as_file().as_raw_fd(), uid, gid)
+            // With --layers inner the helper requires the file to be owned by
+            // its real uid (bwrap's copy belongs to the sandbox uid anyway).
+            sys::fchown(tmp.as_raw_fd(), uid, gid)
                 .map_err(|e| Error::io("chown policy file", e))?;
         }
-        let ro = std::fs::File::open(tmp.path()).map_err(|e| Error::io("reopen policy file", e))?;
-        let path = tmp.into_temp_path();
+        // A read-only description, at offset 0, is what leaves the launcher.
+        let ro = std::fs::File::open(format!("/proc/self/fd/{}", tmp.as_raw_fd()))
+            .map_err(|e| Error::io("reopen policy file", e))?;
         Ok(PolicyFile {
-            path: Some(path),
             fd: Some(ro.into()),
         })
-    }
-
-    fn remove(&mut self) {
-        if let Some(p) = self.path.take() {
-            unregister(&p);
-            let _ = p.close();
-        }
-    }
-}
-
-impl Drop for PolicyFile {
-    fn drop(&mut self) {
-        self.remove();
     }
 }
 
@@ -309,7 +271,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     let start = Instant::now();
     let argv = plan.exec_argv();
     sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
-    let mut policy = match &plan.helper_policy {
+    let policy = match &plan.helper_policy {
         Some(p) => Some(PolicyFile::create(p, plan.switch_to)?),
         None => None,
     };
@@ -520,12 +482,6 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
                         1 => stdout.push(chunk),
                         2 => {
                             report.push(chunk);
-                            if report.data.contains(&b'\n') {
-                                // The helper read its policy before reporting.
-                                if let Some(p) = policy.as_mut() {
-                                    p.remove();
-                                }
-                            }
                         }
                         _ => info.push(chunk),
                     }
@@ -575,9 +531,6 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
         None => child.wait().map_err(|e| Error::io("wait", e))?,
     };
     reap_orphans(pid);
-    if let Some(p) = policy.as_mut() {
-        p.remove();
-    }
 
     use std::os::unix::process::ExitStatusExt;
     let mut result = SandboxResult {
