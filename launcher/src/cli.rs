@@ -289,6 +289,10 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
                 if o.proc != ProcStrategy::Fresh {
                     host.proc = o.proc;
                     plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+                }
+                // A read-only bind of the host /proc, proven safe by the
+                // probe, is not a degradation; an empty /proc is.
+                if o.proc == ProcStrategy::Tmpfs {
                     degraded.push("outer: fresh /proc refused; using an empty tmpfs /proc (--allow-degraded outer)".into());
                 }
             }

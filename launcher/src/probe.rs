@@ -120,6 +120,20 @@ fn attempt(
     helper: &OwnedFd,
     switch: Option<(u32, u32)>,
 ) -> std::result::Result<(), String> {
+    let out = run_sandbox(argv, helper, switch)?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Run a probe sandbox (fd 3 = the verified helper), as the sandbox uid.
+fn run_sandbox(
+    argv: &[String],
+    helper: &OwnedFd,
+    switch: Option<(u32, u32)>,
+) -> std::result::Result<std::process::Output, String> {
     let src = sys::dup_above(helper.as_raw_fd(), 10).map_err(|e| e.to_string())?;
     let src_fd = src.as_raw_fd();
     let mut cmd = Command::new(&argv[0]);
@@ -141,13 +155,90 @@ fn attempt(
             Ok(())
         });
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("spawn {}: {e}", argv[0]))?;
+    cmd.stdout(Stdio::piped());
+    cmd.output().map_err(|e| format!("spawn {}: {e}", argv[0]))
+}
+
+/// What the shell inside the /proc check runs: $1 = the sibling's pid, $2 =
+/// its secret. Prints what leaked and exits 1, or exits 0.
+pub const BIND_RO_CHECK: &str = r#"s=0
+if tr '\0' '\n' < /proc/"$1"/environ 2>/dev/null | grep -qF "$2"; then echo "the sibling's environment is readable"; s=1; fi
+if kill -0 "$1" 2>/dev/null; then echo "the sibling can be signalled"; s=1; fi
+ls /proc/self/fd >/dev/null 2>&1 || { echo "/proc/self/fd is not readable"; s=1; }
+head -c 1 /proc/self/maps >/dev/null 2>&1 || { echo "/proc/self/maps is not readable"; s=1; }
+exit $s"#;
+
+/// Is a read-only bind of the host's /proc safe here? A sibling process of
+/// the sandbox's uid holds a random secret in its environment; from inside a
+/// sandbox with `--ro-bind /proc /proc` the secret must be unreadable and the
+/// sibling unsignalable, while /proc/self/{fd,maps} stay readable. Needs the
+/// system's /usr for the shell. Err(why) when unsafe or undecided.
+fn bind_ro_is_safe(i: &ProbeInput, helper: &OwnedFd) -> std::result::Result<(), String> {
+    let mut secret = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut secret))
+        .map_err(|e| format!("no randomness for the planted secret: {e}"))?;
+    let secret = crate::helper_bin::sha256_hex(&secret)[..32].to_string();
+    let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .ok_or("no sleep(1) for the sibling process")?;
+    let mut sib = Command::new(sleep);
+    sib.arg("30")
+        .env_clear()
+        .env("CORDON_PROBE_SECRET", &secret)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let switch = i.switch;
+    // SAFETY: only async-signal-safe calls in the forked child.
+    unsafe {
+        sib.pre_exec(move || {
+            if let Some((u, g)) = switch {
+                sys::child::switch_user(u, g)?;
+            }
+            Ok(())
+        });
+    }
+    // spawn() returns once the exec has happened, so the secret is in place.
+    let mut sibling = sib.spawn().map_err(|e| format!("sibling: {e}"))?;
+    let pid = sibling.id().to_string();
+    let mut a = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::BindRo);
+    a.truncate(a.iter().position(|x| x == "--").unwrap_or(a.len()));
+    a.extend(["--ro-bind".into(), "/usr".into(), "/usr".into()]);
+    for d in ["/bin", "/sbin", "/lib", "/lib64"] {
+        match std::fs::read_link(d) {
+            Ok(t) => a.extend([
+                "--symlink".into(),
+                t.to_string_lossy().into_owned(),
+                d.into(),
+            ]),
+            Err(_) if Path::new(d).is_dir() => a.extend(["--ro-bind".into(), d.into(), d.into()]),
+            Err(_) => {}
+        }
+    }
+    a.extend([
+        "--".into(),
+        "/bin/sh".into(),
+        "-c".into(),
+        BIND_RO_CHECK.into(),
+    ]);
+    a.extend(["sh".into(), pid, secret]);
+    let out = run_sandbox(&a, helper, i.switch);
+    let _ = sibling.kill();
+    let _ = sibling.wait();
+    let out = out?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        let said = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(
+            format!("{} {}", said.trim().replace('\n', "; "), err.trim())
+                .trim()
+                .to_string(),
+        )
     }
 }
 
@@ -267,12 +358,26 @@ pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
             if !matches!(err, Error::ProcRefused { .. } | Error::BwrapFailed { .. }) {
                 return Err(err); // user namespaces refused: no fallback
             }
-            // Does everything but /proc work?
-            let tmpfs = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::Tmpfs);
-            match attempt_retrying(&tmpfs, &fd, i.switch) {
-                Ok(()) if i.allow_degraded_outer => ProcStrategy::Tmpfs,
-                Ok(()) => return Err(Error::ProcRefused { stderr: e }),
-                Err((e2, _)) => return Err(classify_bwrap_error(&e2)),
+            // The host's /proc, read-only, is as good when the kernel keeps
+            // other processes out of reach (it does with a user namespace).
+            match bind_ro_is_safe(i, &fd) {
+                Ok(()) => ProcStrategy::BindRo,
+                Err(why) => {
+                    // Does everything but /proc work?
+                    let tmpfs = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::Tmpfs);
+                    match attempt_retrying(&tmpfs, &fd, i.switch) {
+                        Ok(()) if i.allow_degraded_outer => ProcStrategy::Tmpfs,
+                        Ok(()) => {
+                            return Err(Error::ProcRefused {
+                                stderr: format!(
+                                    "{}; a read-only bind of the host /proc is not safe here either: {why}",
+                                    e.trim()
+                                ),
+                            })
+                        }
+                        Err((e2, _)) => return Err(classify_bwrap_error(&e2)),
+                    }
+                }
             }
         }
         Err((e, false)) => {

@@ -815,3 +815,103 @@ fn doctor_reports_each_layer_with_fixes() {
     assert_eq!(helper["status"], "fail", "{helper}");
     assert!(!helper["fix"].as_str().unwrap().is_empty());
 }
+
+/// Where a fresh /proc cannot be mounted, cordon binds the host's /proc
+/// read-only only after proving isolation, and says it is not degraded. Then
+/// a host process of the sandbox's own uid, holding a planted secret, is
+/// unreadable and unsignalable from inside; the control reads it from the host.
+#[test]
+fn proc_refused_falls_back_to_a_proven_read_only_bind() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --proc ] && { echo \"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\" >&2; exit 1; }; done\nexec /usr/bin/bwrap \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    // The sibling runs as the uid the sandbox will run as.
+    let sandbox_uid = std::fs::metadata(ws.path()).unwrap().uid();
+    let secret = format!("cordon-sibling-secret-{}", std::process::id());
+    let mut sibling = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.arg(format!("--reuid={sandbox_uid}"))
+            .arg(format!("--regid={sandbox_uid}"))
+            .args(["--clear-groups", "--", "sleep", "60"]);
+        c
+    } else {
+        let mut c = Command::new("sleep");
+        c.arg("60");
+        c
+    };
+    let mut sibling = sibling.env("CORDON_SIBLING", &secret).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let pid = sibling.id();
+    // Control: from the host the secret is there to be read.
+    let host_view = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(String::from_utf8_lossy(&host_view).contains(&secret));
+
+    let script = format!(
+        "ls /proc/self/fd >/dev/null && echo SELF-FD-OK; tr '\\0' '\\n' < /proc/{pid}/environ 2>/dev/null | grep -F {secret}; kill -0 {pid} 2>/dev/null && echo SIGNALLED; true"
+    );
+    let out = cmd()
+        .env("CORDON_BWRAP", &fake)
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let _ = sibling.kill();
+    let _ = sibling.wait();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(v["enforcement"]["bind_mounts"]["proc"], "bind_ro", "{v}");
+    assert_eq!(v["degraded"], serde_json::json!([]), "{v}");
+    let inside = stdout_of(&v);
+    assert!(inside.contains("SELF-FD-OK"), "{inside}");
+    assert!(
+        !inside.contains(&secret),
+        "secret read through the bound /proc: {inside}"
+    );
+    assert!(!inside.contains("SIGNALLED"), "{inside}");
+}
+
+/// The probe's check itself fails where isolation is missing: run on the host
+/// (no sandbox) against a sibling of our own uid, it reports the leak.
+#[test]
+fn bind_ro_check_detects_a_readable_sibling() {
+    let secret = format!("cordon-check-{}", std::process::id());
+    let mut sib = Command::new("sleep")
+        .arg("60")
+        .env("CORDON_PROBE_SECRET", &secret)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let out = Command::new("/bin/sh")
+        .args(["-c", cordon::probe::BIND_RO_CHECK, "sh"])
+        .arg(sib.id().to_string())
+        .arg(&secret)
+        .output()
+        .unwrap();
+    let _ = sib.kill();
+    let _ = sib.wait();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("environment is readable"), "{said}");
+    assert!(said.contains("can be signalled"), "{said}");
+}
