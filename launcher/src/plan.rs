@@ -19,6 +19,18 @@ use std::path::{Path, PathBuf};
 
 pub const CORDON_DIR: &str = "/.cordon";
 pub const POLICY_PATH: &str = "/.cordon/policy.json";
+
+/// bwrap flags every sandbox gets, the preflight probe's included (after
+/// `--unshare-all`). bwrap 0.8 needs an explicit --unshare-user for
+/// --disable-userns.
+pub const ALWAYS_FLAGS: [&str; 6] = [
+    "--unshare-user",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+];
 pub const HELPER_PATH: &str = "/.cordon/cordon-helper";
 
 /// Fds handed to bwrap (or the helper) on purpose. Everything else is closed.
@@ -715,15 +727,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         if network == Network::Host {
             a.push("--share-net".into());
         }
-        // bwrap 0.8 needs an explicit --unshare-user for --disable-userns.
-        for f in [
-            "--unshare-user",
-            "--disable-userns",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-        ] {
+        for f in ALWAYS_FLAGS {
             a.push(f.into());
         }
         a.extend([

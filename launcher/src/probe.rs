@@ -76,19 +76,8 @@ fn inconclusive(stderr: &str) -> bool {
 
 /// The no-op sandbox's argv (fd 3 = the verified helper).
 pub fn probe_argv(bwrap: &Path, uid: u32, gid: u32, proc_: ProcStrategy) -> Vec<String> {
-    let mut a: Vec<String> = [
-        &bwrap.to_string_lossy(),
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut a: Vec<String> = vec![bwrap.to_string_lossy().into_owned(), "--unshare-all".into()];
+    a.extend(crate::plan::ALWAYS_FLAGS.iter().map(|f| f.to_string()));
     a.extend([
         "--uid".into(),
         uid.to_string(),

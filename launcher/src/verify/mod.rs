@@ -167,14 +167,9 @@ impl Session<'_> {
     }
 
     /// One run through the launcher's planner and runner.
-    fn sandboxed(
-        &mut self,
-        layers: Layers,
-        command: Vec<String>,
-        cwd: Option<PathBuf>,
-    ) -> (Outcome, String) {
-        let args = self.args(layers, command, cwd);
-        let r = cli::prepare(&args, &self.profile, true).and_then(|prep| {
+    /// One sandboxed run through the same path as `cordon run --json`.
+    fn run_captured(&self, args: &cli::Args) -> Result<runner::SandboxResult> {
+        cli::prepare(args, &self.profile, true).and_then(|prep| {
             runner::run(
                 &prep.plan,
                 prep.helper.as_ref(),
@@ -184,7 +179,17 @@ impl Session<'_> {
                     cap_bytes: 256 << 10,
                 },
             )
-        });
+        })
+    }
+
+    fn sandboxed(
+        &mut self,
+        layers: Layers,
+        command: Vec<String>,
+        cwd: Option<PathBuf>,
+    ) -> (Outcome, String) {
+        let args = self.args(layers, command, cwd);
+        let r = self.run_captured(&args);
         match r {
             Err(e) => (
                 Outcome::Error {
@@ -355,17 +360,7 @@ impl Session<'_> {
             self.fx.reset()?;
             let cmd: Vec<String> = w.argv.iter().map(|s| s.to_string()).collect();
             let args = self.args(Layers::Both, cmd, Some(workdir.clone()));
-            let r = cli::prepare(&args, &self.profile, true).and_then(|prep| {
-                runner::run(
-                    &prep.plan,
-                    prep.helper.as_ref(),
-                    &RunConfig {
-                        capture: true,
-                        stdin: Input::Null,
-                        cap_bytes: 256 << 10,
-                    },
-                )
-            });
+            let r = self.run_captured(&args);
             let (status, detail) = match r {
                 Err(e) => ("failed", format!("sandbox did not run: {e}")),
                 Ok(r) => {
