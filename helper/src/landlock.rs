@@ -126,6 +126,39 @@ pub struct Plan {
     pub connect_ports: Vec<u16>,
     pub compat: Compat,
     pub min_abi: Option<u8>,
+    /// Each `filesystem.deny` path and what enforces it: "landlock" (carved
+    /// out of its allowed parent) or "outer_mask" (a verified empty mount).
+    pub denies: Vec<(PathBuf, &'static str)>,
+}
+
+/// Whether `path` is covered by an empty mount, as an outer layer's mask
+/// leaves it: on another filesystem than its parent directory, and holding
+/// nothing (an empty regular file, /dev/null, or an empty directory).
+/// Anything else, errors included, says no: the deny is then carved out with
+/// Landlock as for an unmasked entry. What the command could do to remove the
+/// mask later (umount, a new mount namespace) needs CAP_SYS_ADMIN, which step
+/// 6 drops for good; a mount inherited into a new user namespace is locked.
+fn mask_in_place(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Some(parent) = path.parent() else {
+        return false;
+    };
+    let (Ok(m), Ok(pm)) = (std::fs::symlink_metadata(path), std::fs::metadata(parent)) else {
+        return false;
+    };
+    if m.dev() == pm.dev() {
+        return false;
+    }
+    let t = m.file_type();
+    if t.is_file() {
+        m.len() == 0
+    } else if t.is_char_device() {
+        m.rdev() == libc::makedev(1, 3)
+    } else if t.is_dir() {
+        std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+    } else {
+        false
+    }
 }
 
 /// A path made absolute and free of symlinks where it exists, so that allow
@@ -215,7 +248,19 @@ fn expand(
 }
 
 pub fn plan(p: &Policy) -> Result<Plan> {
-    let denies: Vec<PathBuf> = p.deny.iter().map(|d| canonical(d)).collect();
+    // Every deny is checked against the allow rules; only those not verified
+    // as masked are carved out with Landlock.
+    let all_denies: Vec<PathBuf> = p.deny.iter().map(|d| canonical(&d.path)).collect();
+    let mut denies = Vec::new();
+    let mut deny_how = Vec::new();
+    for (d, canon) in p.deny.iter().zip(&all_denies) {
+        if d.masked && mask_in_place(canon) {
+            deny_how.push((canon.clone(), "outer_mask"));
+        } else {
+            denies.push(canon.clone());
+            deny_how.push((canon.clone(), "landlock"));
+        }
+    }
     let mut rules = Vec::new();
     let mut skipped_optional = Vec::new();
     for (
@@ -252,9 +297,9 @@ pub fn plan(p: &Policy) -> Result<Plan> {
                 )))
             }
         };
-        if !denies.is_empty() {
+        if !all_denies.is_empty() {
             let canon = canonical_of(&fd, path);
-            if let Some(d) = denies.iter().find(|d| canon.starts_with(d)) {
+            if let Some(d) = all_denies.iter().find(|d| canon.starts_with(d)) {
                 return Err(Error::Policy(format!(
                     "{what}.path: {} is at or beneath the denied path {}",
                     path.display(),
@@ -309,7 +354,14 @@ pub fn plan(p: &Policy) -> Result<Plan> {
         connect_ports,
         compat: p.compat,
         min_abi: p.min_abi,
+        denies: deny_how,
     })
+}
+
+fn denies_json(d: &[(PathBuf, &'static str)]) -> Value {
+    d.iter()
+        .map(|(p, how)| json!({"path": p, "enforced_by": how}))
+        .collect()
 }
 
 /// What Landlock actually applied, for the report.
@@ -364,6 +416,7 @@ impl Plan {
                 "origin": &*r.origin,
             })).collect::<Vec<_>>(),
             "skipped_optional": self.skipped_optional,
+            "deny": denies_json(&self.denies),
             "tcp_bind": self.bind_ports,
             "tcp_connect": self.connect_ports,
         })
@@ -381,6 +434,7 @@ impl Plan {
             "path_rules": a.path_rules,
             "net_rules": self.bind_ports.len() + self.connect_ports.len(),
             "skipped_optional": self.skipped_optional,
+            "deny": denies_json(&self.denies),
             "unenforced": a.unenforced,
         })
     }

@@ -229,10 +229,19 @@ pub struct EnvPolicy {
     pub allow_injection: Vec<String>,
 }
 
+/// A `filesystem.deny` entry. `masked`: the caller covered the path with an
+/// empty mount in an outer layer; Landlock expansion is skipped only while
+/// that mask is verified in place (docs/policy.md, "Masked denies").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenyRule {
+    pub path: PathBuf,
+    pub masked: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub allow: Vec<AllowRule>,
-    pub deny: Vec<PathBuf>,
+    pub deny: Vec<DenyRule>,
     pub tcp_bind: Ports,
     pub tcp_connect: Ports,
     pub scope_signal: bool,
@@ -598,7 +607,28 @@ pub fn from_value(v: &Value) -> Result<Policy> {
         }
         if let Some(d) = m.get("deny") {
             for (i, e) in array(d, "filesystem.deny")?.iter().enumerate() {
-                p.deny.push(abs_path(e, &format!("filesystem.deny[{i}]"))?);
+                let dp = format!("filesystem.deny[{i}]");
+                // A bare string (SafeClaw's form) or {"path", "masked"}.
+                let rule = if e.is_object() {
+                    let dm = object(e, &dp, &["path", "masked"])?;
+                    DenyRule {
+                        path: abs_path(
+                            dm.get("path")
+                                .ok_or_else(|| err(&dp, "missing field \"path\""))?,
+                            &format!("{dp}.path"),
+                        )?,
+                        masked: match dm.get("masked") {
+                            Some(m) => boolean(m, &format!("{dp}.masked"))?,
+                            None => false,
+                        },
+                    }
+                } else {
+                    DenyRule {
+                        path: abs_path(e, &dp)?,
+                        masked: false,
+                    }
+                };
+                p.deny.push(rule);
             }
         }
     }
@@ -821,7 +851,11 @@ impl Policy {
                 "allow": self.allow.iter().map(|r| json!({
                     "path": r.path, "access": r.access.name(), "optional": r.optional
                 })).collect::<Vec<_>>(),
-                "deny": self.deny,
+                "deny": self.deny.iter().map(|d| if d.masked {
+                    json!({"path": d.path, "masked": true})
+                } else {
+                    json!(d.path)
+                }).collect::<Vec<_>>(),
             },
             "network": {"tcpBind": ports_json(&self.tcp_bind), "tcpConnect": ports_json(&self.tcp_connect)},
             "scope": {"signal": self.scope_signal, "abstractUnix": self.scope_abstract_unix},
@@ -863,7 +897,13 @@ mod tests {
         .unwrap();
         assert_eq!(p.allow.len(), 2);
         assert_eq!(p.allow[0].access, Access::Execute);
-        assert_eq!(p.deny, vec![PathBuf::from("/home/x/.ssh")]);
+        assert_eq!(
+            p.deny,
+            vec![DenyRule {
+                path: PathBuf::from("/home/x/.ssh"),
+                masked: false
+            }]
+        );
         assert!(p.syscalls.default_deny);
         assert_eq!(
             crate::seccomp::default_action(&p.syscalls),
@@ -939,6 +979,37 @@ mod tests {
             r#"{"syscalls":{"rules":[{"syscall":"ioctl","action":"allow","when":[{"arg":6,"op":"eq","value":1}]}]}}"#
         )
         .starts_with("syscalls.rules[0].when[0].arg"));
+    }
+
+    #[test]
+    fn masked_deny_entries_parse_and_round_trip() {
+        let p = parse(
+            br#"{"filesystem":{"deny":["/a",{"path":"/etc/shadow","masked":true},{"path":"/b"}]}}"#,
+        )
+        .unwrap();
+        let want = |path: &str, masked| DenyRule {
+            path: path.into(),
+            masked,
+        };
+        assert_eq!(
+            p.deny,
+            vec![
+                want("/a", false),
+                want("/etc/shadow", true),
+                want("/b", false)
+            ]
+        );
+        assert_eq!(from_value(&p.to_json()).unwrap().deny, p.deny);
+        assert!(perr(r#"{"filesystem":{"deny":[{"masked":true}]}}"#)
+            .starts_with("filesystem.deny[0]: missing field \"path\""));
+        assert!(
+            perr(r#"{"filesystem":{"deny":[{"path":"/a","masked":1}]}}"#)
+                .starts_with("filesystem.deny[0].masked:")
+        );
+        assert!(
+            perr(r#"{"filesystem":{"deny":[{"path":"/a","mask":true}]}}"#)
+                .contains("unknown field \"mask\"")
+        );
     }
 
     #[test]

@@ -58,6 +58,21 @@ pub(crate) fn read(args: &[String]) -> ProbeResult {
     judge_read(&data, args.get(1), path)
 }
 
+/// `unmask-read PATH MARKER`: detach whatever is mounted over PATH
+/// (umount2 MNT_DETACH, in the current mount namespace) and read what lies
+/// beneath. ALLOWED when that read returns MARKER; DENIED with umount2's errno
+/// (or the open's) otherwise. Only the calling sandbox's mount table changes.
+pub(crate) fn unmask_read(args: &[String]) -> ProbeResult {
+    let path = arg(args, 0, "PATH")?;
+    arg(args, 1, "MARKER")?;
+    let c = cstr(path)?;
+    // SAFETY: valid NUL-terminated path; affects only our mount namespace.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Ok(Outcome::denied_now(format!("umount2({path})")));
+    }
+    read(args)
+}
+
 /// `read-fd FD [MARKER]`: read an inherited descriptor from offset 0 with
 /// `pread` (falling back to `read` for pipes). ALLOWED when it returns data
 /// (containing MARKER when given).

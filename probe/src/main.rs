@@ -76,6 +76,7 @@ const PROBES: &[(&str, &str, ProbeFn)] = &[
     // fs.rs
     ("read", "PATH [MARKER]", fs::read),
     ("read-fd", "FD [MARKER]", fs::read_fd),
+    ("unmask-read", "PATH MARKER", fs::unmask_read),
     ("write", "PATH", fs::write),
     ("truncate", "PATH", fs::truncate),
     ("rename", "FROM TO", fs::rename),
