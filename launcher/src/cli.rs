@@ -488,7 +488,10 @@ fn cmd_explain(argv: &[String]) -> i32 {
     }
     crate::outln!("{line}");
     if let Some(pol) = &p.helper_policy {
-        crate::outln!("# helper policy ({}):", plan::POLICY_PATH);
+        crate::outln!(
+            "# helper policy (0600, handed to the helper on fd {}):",
+            plan::POLICY_FD
+        );
         crate::outln!("{}", serde_json::to_string_pretty(pol).unwrap_or_default());
     }
     0

@@ -8,7 +8,9 @@
 //! 3. writable binds (workspace, --rw, cache root);
 //! 4. read-only binds nested in a writable bind (e.g. `--ro WS/.git`), then masks
 //!    nested in writable binds — so a writable bind never re-exposes a hidden path;
-//! 5. the helper and its policy at fixed paths under /.cordon.
+//! 5. the helper at /.cordon/cordon-helper, only when /proc is an empty tmpfs
+//!    (otherwise it runs as /proc/self/fd/6, no mount at all). Its policy is
+//!    never a file in the sandbox: the helper reads it from fd 5.
 
 use crate::error::{Error, Result};
 use crate::paths::{self, Fs, Kind, Mask};
@@ -18,7 +20,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const CORDON_DIR: &str = "/.cordon";
-pub const POLICY_PATH: &str = "/.cordon/policy.json";
 
 /// bwrap flags every sandbox gets, the preflight probe's included (after
 /// `--unshare-all`). bwrap 0.8 needs an explicit --unshare-user for
@@ -171,30 +172,15 @@ pub struct Host {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
-    RoBind {
-        path: PathBuf,
-        try_: bool,
-    },
-    Symlink {
-        target: PathBuf,
-        link: PathBuf,
-    },
+    RoBind { path: PathBuf, try_: bool },
+    Symlink { target: PathBuf, link: PathBuf },
     Dev,
     Proc(ProcStrategy),
     Tmpfs(PathBuf),
     MaskDir(PathBuf),
     MaskFile(PathBuf),
     Bind(PathBuf),
-    RoBindFd {
-        fd: i32,
-        dest: &'static str,
-    },
-    /// A 0600 file that bwrap creates inside the sandbox from an fd's data
-    /// (the policy: it never needs a name on the host).
-    DataFile0600 {
-        fd: i32,
-        dest: &'static str,
-    },
+    RoBindFd { fd: i32, dest: &'static str },
 }
 
 impl Op {
@@ -205,7 +191,7 @@ impl Op {
             Op::Symlink { link, .. } => link,
             Op::Dev => Path::new("/dev"),
             Op::Proc(_) => Path::new("/proc"),
-            Op::RoBindFd { dest, .. } | Op::DataFile0600 { dest, .. } => Path::new(dest),
+            Op::RoBindFd { dest, .. } => Path::new(dest),
         }
     }
     /// Does this mount show host content (as opposed to an empty/synthetic fs)?
@@ -556,11 +542,11 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     ops.extend(writable.iter().cloned().map(Op::Bind));
     ops.extend(ro_nested);
     ops.extend(masks_rw);
-    if opts.layers == Layers::Both {
-        ops.push(Op::DataFile0600 {
-            fd: POLICY_FD,
-            dest: POLICY_PATH,
-        });
+    // The helper runs from the very fd that was hashed: through
+    // /proc/self/fd when the sandbox has a /proc, else bound under /.cordon.
+    // Its policy is read from an inherited fd either way (no mount needed).
+    let helper_via_proc = host.proc != ProcStrategy::Tmpfs;
+    if opts.layers == Layers::Both && !helper_via_proc {
         ops.push(Op::RoBindFd {
             fd: HELPER_FD,
             dest: HELPER_PATH,
@@ -671,6 +657,8 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         policy::helper_policy(&policy::HelperPolicyInput {
             rules,
             deny,
+            // Every deny path has a mask among the ops when bwrap runs.
+            deny_masked: opts.layers == Layers::Both,
             network: opts.network.unwrap_or(profile.network),
             best_effort,
             profile,
@@ -685,22 +673,14 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     let mut fds: Vec<(i32, FdRole)> = Vec::new();
     let mut inner: Vec<String> = Vec::new();
     match opts.layers {
-        Layers::Both => {
-            inner.extend(
-                [HELPER_PATH, "--policy-file", POLICY_PATH, "--report-fd"].map(String::from),
-            );
-            inner.push(REPORT_FD.to_string());
-            inner.push("--".into());
-            fds.extend([
-                (REPORT_FD, FdRole::Report),
-                (POLICY_FD, FdRole::Policy),
-                (HELPER_FD, FdRole::Helper),
-            ]);
-        }
-        Layers::Inner => {
+        Layers::Both | Layers::Inner => {
             // Exec the verified helper through the fd that was hashed, so the file
             // cannot be swapped in between.
-            inner.push(format!("/proc/self/fd/{HELPER_FD}"));
+            if opts.layers == Layers::Both && !helper_via_proc {
+                inner.push(HELPER_PATH.into());
+            } else {
+                inner.push(format!("/proc/self/fd/{HELPER_FD}"));
+            }
             inner.extend(["--policy-fd".to_string(), POLICY_FD.to_string()]);
             inner.extend([
                 "--report-fd".to_string(),
@@ -765,13 +745,6 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 Op::RoBindFd { fd, dest } => {
                     a.extend(["--ro-bind-fd".into(), fd.to_string(), (*dest).into()])
                 }
-                Op::DataFile0600 { fd, dest } => a.extend([
-                    "--perms".into(),
-                    "0600".into(),
-                    "--ro-bind-data".into(),
-                    fd.to_string(),
-                    (*dest).into(),
-                ]),
             }
         }
         a.extend(["--chdir".into(), s(&cwd), "--".into()]);

@@ -98,20 +98,12 @@ fn default_profile_exact_argv() {
         "--bind",
         "/work/ws",
         "/work/ws",
-        "--perms",
-        "0600",
-        "--ro-bind-data",
-        "5",
-        "/.cordon/policy.json",
-        "--ro-bind-fd",
-        "6",
-        "/.cordon/cordon-helper",
         "--chdir",
         "/work/ws",
         "--",
-        "/.cordon/cordon-helper",
-        "--policy-file",
-        "/.cordon/policy.json",
+        "/proc/self/fd/6",
+        "--policy-fd",
+        "5",
         "--report-fd",
         "3",
         "--",
@@ -238,16 +230,14 @@ fn check_invariants(p: &Plan) {
     // No caller secret in argv.
     assert!(!a.iter().any(|x| x.contains("hunter2")));
     if p.layers == Layers::Both {
+        let helper = if a.iter().any(|x| x == "/.cordon/cordon-helper") {
+            "/.cordon/cordon-helper"
+        } else {
+            "/proc/self/fd/6"
+        };
         assert_eq!(
             &p.inner_argv[..6],
-            &[
-                "/.cordon/cordon-helper",
-                "--policy-file",
-                "/.cordon/policy.json",
-                "--report-fd",
-                "3",
-                "--"
-            ]
+            &[helper, "--policy-fd", "5", "--report-fd", "3", "--"]
         );
     }
 }
@@ -435,7 +425,7 @@ fn credential_dirs_never_writable_and_hidden() {
     assert!(pol["filesystem"]["deny"]
         .as_array()
         .unwrap()
-        .contains(&"/home/alice/.ssh".into()));
+        .contains(&serde_json::json!({"path": "/home/alice/.ssh", "masked": true})));
     // Read-only exposure of a credential dir needs `show`.
     let mut o = opts(&["true"]);
     o.ro.push("/home/alice/.ssh".into());
@@ -595,9 +585,14 @@ fn helper_policy_mirrors_mounts() {
     assert!(pol.get("network").is_none());
     assert!(pol.get("syscalls").is_none(), "default syscall profile");
     assert_eq!(pol["landlock"]["compat"], "hard_requirement");
+    // Both layers: bwrap masks each denied path; the helper verifies the
+    // mask instead of carving it out of /etc (docs/policy.md).
     assert_eq!(
         pol["filesystem"]["deny"],
-        serde_json::json!(["/etc/shadow", "/etc/gshadow"])
+        serde_json::json!([
+            {"path": "/etc/shadow", "masked": true},
+            {"path": "/etc/gshadow", "masked": true}
+        ])
     );
     assert_eq!(pol["rlimits"]["core"], 0);
 }
@@ -614,6 +609,26 @@ fn proc_strategies() {
         h.proc = s;
         let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
         assert!(pos(&p.bwrap_argv, &want).is_some(), "{s:?}");
+        // The helper runs from its fd through /proc/self/fd, except when the
+        // sandbox's /proc is empty: then bwrap binds that fd under /.cordon.
+        let bound = pos(
+            &p.bwrap_argv,
+            &["--ro-bind-fd", "6", "/.cordon/cordon-helper"],
+        );
+        let argv0 = &p.inner_argv[0];
+        if s == ProcStrategy::Tmpfs {
+            assert!(bound.is_some(), "{s:?}");
+            assert_eq!(argv0, "/.cordon/cordon-helper");
+        } else {
+            assert!(bound.is_none(), "{s:?}");
+            assert_eq!(argv0, "/proc/self/fd/6");
+        }
+        assert!(
+            !p.bwrap_argv
+                .iter()
+                .any(|x| x.contains("policy.json") || x == "--perms"),
+            "{s:?}"
+        );
     }
 }
 

@@ -357,6 +357,9 @@ pub struct Rule {
 pub struct HelperPolicyInput<'a> {
     pub rules: Vec<Rule>,
     pub deny: Vec<PathBuf>,
+    /// The deny paths are masked by bwrap (both layers): the helper may
+    /// verify the mask instead of carving the path out of its parent.
+    pub deny_masked: bool,
     pub network: Network,
     pub best_effort: bool,
     pub profile: &'a Profile,
@@ -382,7 +385,11 @@ pub fn helper_policy(i: &HelperPolicyInput) -> Value {
         "version": 1,
         "filesystem": {
             "allow": allow,
-            "deny": i.deny.iter().map(|d| d.to_string_lossy()).collect::<Vec<_>>(),
+            "deny": i.deny.iter().map(|d| if i.deny_masked {
+                json!({"path": d.to_string_lossy(), "masked": true})
+            } else {
+                json!(d.to_string_lossy())
+            }).collect::<Vec<_>>(),
         },
         "scope": {"signal": true, "abstractUnix": true},
         "landlock": {"compat": if i.best_effort { "best_effort" } else { "hard_requirement" }},
@@ -502,6 +509,7 @@ rlimits = { nofile = 256 }
                 optional: false,
             }],
             deny: vec!["/etc/shadow".into()],
+            deny_masked: false,
             network: Network::None,
             best_effort: false,
             profile: &prof,
@@ -513,6 +521,12 @@ rlimits = { nofile = 256 }
         assert!(p.get("network").is_none());
         assert_eq!(p["landlock"]["compat"], "hard_requirement");
         assert_eq!(p["filesystem"]["deny"][0], "/etc/shadow");
+        i.deny_masked = true;
+        let p = helper_policy(&i);
+        assert_eq!(
+            p["filesystem"]["deny"][0],
+            json!({"path": "/etc/shadow", "masked": true})
+        );
         i.network = Network::Host;
         let p = helper_policy(&i);
         assert_eq!(p["network"]["tcpConnect"], "any");

@@ -110,10 +110,10 @@ pub fn install_handlers() -> Result<()> {
 }
 
 /// The helper policy, in a file that never has a name: `tempfile::tempfile()`
-/// (O_TMPFILE), mode 0600. bwrap copies it into the sandbox as a 0600 file
-/// (`--perms 0600 --ro-bind-data`); `--layers inner` hands the fd to the
-/// helper (`--policy-fd`). No outcome, not even SIGKILL of the launcher, can
-/// leave it behind.
+/// (O_TMPFILE), mode 0600, owned by the uid the helper runs as. The helper
+/// reads it from an inherited fd (`--policy-fd 5`, through bwrap too: no
+/// mount) and checks type, owner and mode on that fd. No outcome, not even
+/// SIGKILL of the launcher, can leave it behind.
 struct PolicyFile {
     fd: Option<OwnedFd>,
 }
@@ -131,8 +131,8 @@ impl PolicyFile {
         tmp.write_all(&text)
             .map_err(|e| Error::io("write policy file", e))?;
         if let Some((uid, gid)) = owner {
-            // With --layers inner the helper requires the file to be owned by
-            // its real uid (bwrap's copy belongs to the sandbox uid anyway).
+            // The helper requires the file to be owned by its real uid: the
+            // host uid the sandbox runs as (inside bwrap it maps to --uid).
             sys::fchown(tmp.as_raw_fd(), uid, gid)
                 .map_err(|e| Error::io("chown policy file", e))?;
         }
