@@ -248,7 +248,12 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
             .helper_sha256
             .clone()
             .or_else(|| env.get("CORDON_HELPER_SHA256").cloned());
-        Some(helper_bin::verify(&p, want.as_deref())?)
+        let cache = helper_bin::cache_dir(&env, euid);
+        Some(helper_bin::verify_cached(
+            &p,
+            want.as_deref(),
+            cache.as_deref(),
+        )?)
     };
     let mut host = Host {
         euid,
@@ -332,7 +337,7 @@ fn result_json(r: &SandboxResult, p: &Prepared) -> Value {
     v["layers"] = json!(p.plan.layers);
     v["profile"] = json!(p.plan.profile);
     if let Some(h) = &p.helper {
-        v["helper"] = json!({"path": h.path, "sha256": h.sha256, "hash_source": h.hash_source});
+        v["helper"] = json!({"path": h.path, "sha256": h.sha256, "hash_source": h.hash_source, "verified": h.verified});
     }
     let mut deg: Vec<String> = p.degraded.clone();
     deg.extend(r.degraded.iter().cloned());

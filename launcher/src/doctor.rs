@@ -177,7 +177,7 @@ pub fn main(args: &[String]) -> i32 {
         Ok(h) => checks.push(Check {
             name: "helper",
             ok: Some(true),
-            detail: format!("{} sha256 {} (expected hash from {:?}); static", h.path.display(), h.sha256, h.hash_source),
+            detail: format!("{} sha256 {} (expected hash from {:?}, verified: {:?}); static", h.path.display(), h.sha256, h.hash_source, h.verified),
             fix: String::new(),
         }),
         Err(e) => checks.push(Check {
