@@ -14,8 +14,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-// Under 2 MiB: no transparent huge page (a 2 MiB page zeroed on first touch).
-const ARENA_BYTES: usize = 1024 * 1024;
+// Address space only (MAP_NORESERVE, faulted on touch): large policies (1 000
+// path rules take ~1.5 MiB) stay out of the slower system allocator.
+const ARENA_BYTES: usize = 8 * 1024 * 1024;
 const PREFAULT_BYTES: usize = 160 * 1024;
 
 pub struct Arena {
@@ -49,10 +50,14 @@ impl Arena {
                     )
                 };
                 if p != libc::MAP_FAILED {
-                    // SAFETY: the range lies inside the mapping just made.
-                    // A kernel without MADV_POPULATE_WRITE (< 5.14) refuses
-                    // it and the pages fault in on demand instead.
-                    unsafe { libc::madvise(p, PREFAULT_BYTES, libc::MADV_POPULATE_WRITE) };
+                    // SAFETY: both ranges lie inside the mapping just made.
+                    // No transparent huge pages: a 2 MiB page would be zeroed
+                    // on first touch. A kernel without MADV_POPULATE_WRITE
+                    // (< 5.14) refuses it; the pages then fault in on demand.
+                    unsafe {
+                        libc::madvise(p, ARENA_BYTES, libc::MADV_NOHUGEPAGE);
+                        libc::madvise(p, PREFAULT_BYTES, libc::MADV_POPULATE_WRITE);
+                    }
                 }
                 let b = if p == libc::MAP_FAILED {
                     usize::MAX
@@ -121,11 +126,67 @@ unsafe impl GlobalAlloc for Arena {
             unsafe { System.dealloc(ptr, layout) }
         }
     }
+
+    /// Growing the most recent allocation extends it in place: parsing
+    /// grows one Vec or String at a time, and a bump allocator would
+    /// otherwise copy it at every doubling and strand the old copy.
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if self.owns(ptr) {
+            let base = self.base.load(Ordering::Acquire);
+            let end = ptr as usize - base + layout.size();
+            let new_end = ptr as usize - base + new_size;
+            if new_end <= ARENA_BYTES
+                && self
+                    .used
+                    .compare_exchange(end, new_end, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return ptr;
+            }
+            if new_size <= layout.size() {
+                // Shrinking in the middle: keep the block (dealloc is a no-op).
+                return ptr;
+            }
+        }
+        // SAFETY: the default path: a new block with the caller's (valid)
+        // alignment and size, the old contents copied, the old block freed.
+        unsafe {
+            let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+            if !new.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            new
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn realloc_extends_the_last_block_in_place_and_moves_others() {
+        let a = Arena::new();
+        let l = Layout::from_size_align(16, 8).unwrap();
+        // SAFETY: valid layouts; each pointer is used only within its size.
+        unsafe {
+            let p = a.alloc(l);
+            p.write_bytes(7, 16);
+            let q = a.realloc(p, l, 4096);
+            assert_eq!(p, q, "last block grows in place");
+            let l2 = Layout::from_size_align(4096, 8).unwrap();
+            let r = a.alloc(l);
+            let q2 = a.realloc(q, l2, 8192);
+            assert_ne!(q, q2, "not the last block: moved");
+            assert!(a.owns(q2) && q2 as usize >= r as usize + 16);
+            assert_eq!(std::slice::from_raw_parts(q2, 16), &[7u8; 16]);
+            assert_eq!(
+                a.realloc(q2, Layout::from_size_align(8192, 8).unwrap(), 8),
+                q2
+            );
+        }
+    }
 
     #[test]
     fn aligned_disjoint_and_falls_back_when_full() {

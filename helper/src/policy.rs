@@ -319,20 +319,46 @@ fn unsigned(v: &Value, path: &str, max: u64) -> Result<u64> {
 /// An absolute path without `.`/`..` components or NUL bytes.
 fn abs_path(v: &Value, path: &str) -> Result<PathBuf> {
     let s = string(v, path)?;
+    normal_abs(s).map_err(|why| err(path, why))
+}
+
+/// An absolute path without NUL, `.` or `..`, duplicate and trailing slashes
+/// removed; else why not.
+fn normal_abs(s: &str) -> std::result::Result<PathBuf, String> {
     if s.contains('\0') {
-        return Err(err(path, "path contains a NUL byte"));
+        return Err("path contains a NUL byte".into());
     }
     let p = Path::new(s);
     if !p.is_absolute() {
-        return Err(err(path, format!("\"{s}\" is not an absolute path")));
+        return Err(format!("\"{s}\" is not an absolute path"));
     }
     if p.components()
         .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
     {
-        return Err(err(path, format!("\"{s}\" contains . or .. components")));
+        return Err(format!("\"{s}\" contains . or .. components"));
     }
-    // Normalize duplicate and trailing slashes.
     Ok(p.components().collect())
+}
+
+/// A well-formed `filesystem.allow` entry, without building the field paths
+/// that only an error message needs (they cost ~1 µs a rule, most of the
+/// parse time of a 1 000-rule policy). None: take the checked path, which
+/// names the offending field.
+fn allow_rule_fast(r: &Value) -> Option<AllowRule> {
+    let m = r.as_object()?;
+    if m.keys()
+        .any(|k| !matches!(k.as_str(), "path" | "access" | "optional"))
+    {
+        return None;
+    }
+    Some(AllowRule {
+        path: normal_abs(m.get("path")?.as_str()?).ok()?,
+        access: Access::parse(m.get("access")?.as_str()?)?,
+        optional: match m.get("optional") {
+            Some(o) => o.as_bool()?,
+            None => false,
+        },
+    })
 }
 
 fn ports(v: &Value, path: &str) -> Result<Ports> {
@@ -576,6 +602,10 @@ pub fn from_value(v: &Value) -> Result<Policy> {
         let m = object(fs, "filesystem", &["allow", "deny"])?;
         if let Some(a) = m.get("allow") {
             for (i, r) in array(a, "filesystem.allow")?.iter().enumerate() {
+                if let Some(rule) = allow_rule_fast(r) {
+                    p.allow.push(rule);
+                    continue;
+                }
                 let rp = format!("filesystem.allow[{i}]");
                 let rm = object(r, &rp, &["path", "access", "optional"])?;
                 let path = abs_path(
@@ -979,6 +1009,33 @@ mod tests {
             r#"{"syscalls":{"rules":[{"syscall":"ioctl","action":"allow","when":[{"arg":6,"op":"eq","value":1}]}]}}"#
         )
         .starts_with("syscalls.rules[0].when[0].arg"));
+    }
+
+    #[test]
+    fn fast_allow_path_agrees_with_the_checked_one() {
+        for e in [
+            r#"{"path":"/usr","access":"read"}"#,
+            r#"{"path":"/usr//lib/","access":"execute","optional":true}"#,
+            r#"{"path":"/x","access":"readwriteexecute","optional":false}"#,
+            r#"{"path":"usr","access":"read"}"#,
+            r#"{"path":"/a/../b","access":"read"}"#,
+            r#"{"path":"/a/./b","access":"read"}"#,
+            r#"{"path":"/a\u0000b","access":"read"}"#,
+            r#"{"path":"/a","access":"rw"}"#,
+            r#"{"path":"/a"}"#,
+            r#"{"access":"read"}"#,
+            r#"{"path":"/a","access":"read","optional":1}"#,
+            r#"{"path":"/a","access":"read","extra":1}"#,
+            r#"{"path":7,"access":"read"}"#,
+            r#""/a""#,
+        ] {
+            let v: Value = serde_json::from_str(e).unwrap();
+            let full = parse(format!(r#"{{"filesystem":{{"allow":[{e}]}}}}"#).as_bytes());
+            match allow_rule_fast(&v) {
+                Some(rule) => assert_eq!(full.unwrap().allow, vec![rule], "{e}"),
+                None => assert!(full.is_err(), "{e}"),
+            }
+        }
     }
 
     #[test]
