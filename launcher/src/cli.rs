@@ -134,13 +134,23 @@ fn gid_of(uid: u32) -> Option<u32> {
 
 /// Home directories whose credential dirs are hidden: the caller's, the
 /// launcher user's, root's, and every directory in /home.
-fn homes(env: &BTreeMap<String, String>, euid: u32) -> Vec<PathBuf> {
+/// The launcher is a static musl binary: user lookups read /etc/passwd only
+/// (no NSS). An account known only to LDAP/sssd therefore needs HOME; with
+/// neither, refuse rather than leave its credential dirs unhidden.
+fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = Vec::new();
-    if let Some(h) = env.get("HOME").filter(|h| h.starts_with('/')) {
+    let home = env.get("HOME").filter(|h| h.starts_with('/'));
+    if let Some(h) = home {
         v.push(h.into());
     }
-    if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid)) {
-        v.push(u.dir);
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid)) {
+        Ok(Some(u)) => v.push(u.dir),
+        _ if home.is_none() => {
+            return Err(Error::Env(format!(
+                "HOME is not set and uid {euid} has no /etc/passwd entry, so its home directory is unknown and its credential dirs (~/.ssh, ~/.aws, ...) could not be hidden; set HOME to an absolute path"
+            )))
+        }
+        _ => {}
     }
     v.push("/root".into());
     if let Ok(rd) = std::fs::read_dir("/home") {
@@ -158,7 +168,7 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Vec<PathBuf> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Everything resolved before running: the plan and the verified helper.
@@ -259,7 +269,7 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
         euid,
         egid: sys::getegid(),
         env: env.clone(),
-        homes: homes(&env, euid),
+        homes: homes(&env, euid)?,
         bwrap: bwrap.clone(),
         proc: ProcStrategy::Fresh,
         gid_of,
@@ -614,6 +624,23 @@ pub fn main(argv: Vec<String>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_uid_without_home_is_refused() {
+        // No passwd entry for this uid on any sane host.
+        let unknown = 3_999_999_u32;
+        let mut env = BTreeMap::new();
+        let e = homes(&env, unknown).unwrap_err().to_string();
+        assert!(e.contains("HOME is not set"), "{e}");
+        env.insert("HOME".to_string(), "/nonexistent/alice".to_string());
+        assert!(homes(&env, unknown)
+            .unwrap()
+            .contains(&PathBuf::from("/nonexistent/alice")));
+        // Root is in /etc/passwd: no HOME needed.
+        assert!(homes(&BTreeMap::new(), 0)
+            .unwrap()
+            .contains(&PathBuf::from("/root")));
+    }
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()

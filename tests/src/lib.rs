@@ -103,7 +103,7 @@ pub fn probe_bin() -> PathBuf {
 
 /// `cordon` (the launcher, host target).
 pub fn cordon_bin() -> PathBuf {
-    find_bin("CORDON_BIN", "release/cordon")
+    find_bin("CORDON_BIN", &format!("{MUSL}/release/cordon"))
 }
 
 // ---------------------------------------------------------------------------
