@@ -124,6 +124,33 @@ fn basic_run_and_enforcement_report() {
 }
 
 #[test]
+fn helper_and_policy_fds_never_reach_the_command_and_masks_are_verified() {
+    // The helper runs as /proc/self/fd/6 and reads its policy from fd 5: no
+    // /.cordon mount, and both fds are closed before the command starts.
+    let ws = workspace();
+    let script = "for fd in 3 4 5 6 7 8; do (cat <&$fd) >/dev/null 2>&1 && echo OPEN-$fd; done; \
+                  ls -a / | grep -x .cordon; wc -c </etc/shadow; echo end";
+    let (v, code) = json_run(ws.path(), &[], &["sh", "-c", script]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(stdout_of(&v), "0\nend\n", "{v}");
+    // The default profile masks /etc/shadow and /etc/gshadow; the helper
+    // found both masks in place instead of carving them out of /etc.
+    let deny = &v["enforcement"]["landlock"]["deny"];
+    for p in ["/etc/shadow", "/etc/gshadow"] {
+        assert!(
+            deny.as_array()
+                .unwrap()
+                .contains(&serde_json::json!({"path": p, "enforced_by": "outer_mask"})),
+            "{p}: {deny}"
+        );
+    }
+    assert!(
+        v["enforcement"]["landlock"]["path_rules"].as_u64().unwrap() < 20,
+        "{v}"
+    );
+}
+
+#[test]
 fn secret_dir_and_hidden_file_unreadable() {
     let ws = workspace();
     let outside = tempfile::tempdir().unwrap();
