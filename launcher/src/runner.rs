@@ -109,25 +109,33 @@ pub fn install_handlers() -> Result<()> {
     Ok(())
 }
 
-/// The helper policy, in a file that never has a name: `tempfile::tempfile()`
-/// (O_TMPFILE), mode 0600, owned by the uid the helper runs as. The helper
+/// The helper policy, in a sealed memfd: it lives in memory and never has a
+/// name in any filesystem, mode 0600, owned by the uid the helper runs as,
+/// and sealed against writes, growth and shrinking before it leaves the
+/// launcher, so not even a process holding the fd can change it. The helper
 /// reads it from an inherited fd (`--policy-fd 5`, through bwrap too: no
 /// mount) and checks type, owner and mode on that fd. No outcome, not even
-/// SIGKILL of the launcher, can leave it behind.
+/// SIGKILL of the launcher, can leave anything behind. (It was an O_TMPFILE
+/// before: that needed a writable `$TMPDIR` and cost a journaled inode
+/// allocation and free on every run.)
 struct PolicyFile {
     fd: Option<OwnedFd>,
 }
 
 impl PolicyFile {
     fn create(policy: &Value, owner: Option<(u32, u32)>) -> Result<PolicyFile> {
-        let mut tmp = tempfile::tempfile().map_err(|e| Error::io("create policy file", e))?;
-        // O_TMPFILE files take their mode from the umask; the helper accepts
-        // exactly 0600, and nobody else should read the policy in between.
+        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let fd = memfd_create(
+            c"cordon-policy",
+            MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+        )
+        .map_err(|e| Error::io("create policy file (memfd_create)", e.into()))?;
+        let mut tmp = std::fs::File::from(fd);
+        // A memfd starts at 0777; the helper accepts exactly 0600.
         tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .map_err(|e| Error::io("chmod policy file", e))?;
         let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
-        // write_all on the unbuffered file: complete when it returns. No
-        // fsync: it is read through the same page cache and never persists.
         tmp.write_all(&text)
             .map_err(|e| Error::io("write policy file", e))?;
         if let Some((uid, gid)) = owner {
@@ -136,6 +144,16 @@ impl PolicyFile {
             sys::fchown(tmp.as_raw_fd(), uid, gid)
                 .map_err(|e| Error::io("chown policy file", e))?;
         }
+        fcntl(
+            &tmp,
+            FcntlArg::F_ADD_SEALS(
+                SealFlag::F_SEAL_WRITE
+                    | SealFlag::F_SEAL_GROW
+                    | SealFlag::F_SEAL_SHRINK
+                    | SealFlag::F_SEAL_SEAL,
+            ),
+        )
+        .map_err(|e| Error::io("seal policy file", e.into()))?;
         // A read-only description, at offset 0, is what leaves the launcher.
         let ro = std::fs::File::open(format!("/proc/self/fd/{}", tmp.as_raw_fd()))
             .map_err(|e| Error::io("reopen policy file", e))?;
@@ -700,4 +718,44 @@ fn enforcement(
         }
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek};
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn policy_file_is_a_private_sealed_read_only_memfd() {
+        let policy = serde_json::json!({"version": 1, "filesystem": {"allow": []}});
+        let pf = PolicyFile::create(&policy, None).unwrap();
+        let fd = pf.fd.as_ref().unwrap();
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        let m = f.metadata().unwrap();
+        assert!(m.is_file());
+        assert_eq!(m.mode() & 0o7777, 0o600);
+        assert_eq!(m.uid(), sys::geteuid());
+        let mut text = String::new();
+        f.rewind().unwrap();
+        f.read_to_string(&mut text).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), policy);
+        // Not a name anywhere: the magic link points at a memfd.
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        assert!(
+            link.to_string_lossy().starts_with("/memfd:cordon-policy"),
+            "{link:?}"
+        );
+        // Sealed: even a writable reopen cannot change or grow it.
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .unwrap();
+        let e = w.write_all(b"{}").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+        assert!(w.set_len(0).is_err());
+        let seals = nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_GET_SEALS).unwrap();
+        let want = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+        assert_eq!(seals & want, want);
+    }
 }
