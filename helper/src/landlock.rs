@@ -157,19 +157,16 @@ pub struct Plan {
 /// Landlock as for an unmasked entry. What the command could do to remove the
 /// mask later (umount, a new mount namespace) needs CAP_SYS_ADMIN, which step
 /// 6 drops for good; a mount inherited into a new user namespace is locked.
-fn mask_in_place(path: &Path) -> bool {
+/// Returns the mask's (st_dev, st_ino) when it is in place.
+fn mask_in_place(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let Some(parent) = path.parent() else {
-        return false;
-    };
-    let (Ok(m), Ok(pm)) = (std::fs::symlink_metadata(path), std::fs::metadata(parent)) else {
-        return false;
-    };
-    if m.dev() == pm.dev() {
-        return false;
+    let parent = path.parent()?;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if m.dev() == std::fs::metadata(parent).ok()?.dev() {
+        return None;
     }
     let t = m.file_type();
-    if t.is_file() {
+    let empty = if t.is_file() {
         m.len() == 0
     } else if t.is_char_device() {
         m.rdev() == libc::makedev(1, 3)
@@ -177,7 +174,8 @@ fn mask_in_place(path: &Path) -> bool {
         std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
     } else {
         false
-    }
+    };
+    empty.then(|| (m.dev(), m.ino()))
 }
 
 /// A path made absolute and free of symlinks where it exists, so that allow
@@ -268,18 +266,30 @@ fn expand(
 
 pub fn plan(p: &Policy) -> Result<Plan> {
     // Every deny is checked against the allow rules; only those not verified
-    // as masked are carved out with Landlock.
-    let all_denies: Vec<PathBuf> = p.deny.iter().map(|d| canonical(&d.path)).collect();
+    // as masked are carved out with Landlock, and paths are resolved only
+    // when something has to be carved out.
     let mut denies = Vec::new();
     let mut deny_how = Vec::new();
-    for (d, canon) in p.deny.iter().zip(&all_denies) {
-        if d.masked && mask_in_place(canon) {
-            deny_how.push((canon.clone(), "outer_mask"));
+    let mut masks: Vec<((u64, u64), &Path)> = Vec::new();
+    for d in &p.deny {
+        if let Some(id) = d.masked.then(|| mask_in_place(&d.path)).flatten() {
+            masks.push((id, &d.path));
+            deny_how.push((d.path.clone(), "outer_mask"));
         } else {
+            let canon = canonical(&d.path);
             denies.push(canon.clone());
-            deny_how.push((canon.clone(), "landlock"));
+            deny_how.push((canon, "landlock"));
         }
     }
+    let all_denies: Vec<PathBuf> = if denies.is_empty() {
+        Vec::new()
+    } else {
+        denies
+            .iter()
+            .cloned()
+            .chain(masks.iter().map(|(_, m)| canonical(m)))
+            .collect()
+    };
     let mut rules = Vec::new();
     let mut skipped_optional = Vec::new();
     for (
@@ -292,12 +302,13 @@ pub fn plan(p: &Policy) -> Result<Plan> {
     ) in p.allow.iter().enumerate()
     {
         let what = || format!("filesystem.allow[{i}]");
-        let (fd, is_dir) = match sys::open_path(path, true) {
+        let (fd, is_dir, id) = match sys::open_path(path, true) {
             Ok(fd) => {
-                let is_dir = sys::is_dir(&fd).map_err(|e| {
+                let st = sys::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd)).map_err(|e| {
                     Error::Policy(format!("{}: cannot stat {}: {e}", what(), path.display()))
                 })?;
-                (fd, is_dir)
+                let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+                (fd, is_dir, (st.st_dev, st.st_ino))
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && *optional => {
                 skipped_optional.push(path.clone());
@@ -318,7 +329,19 @@ pub fn plan(p: &Policy) -> Result<Plan> {
                 )))
             }
         };
-        if !all_denies.is_empty() {
+        // With only verified masks no path needs resolving: a mask holds
+        // nothing (checked above, before any allow path was opened), so an
+        // allow path at or beneath one can only be the mask itself.
+        if denies.is_empty() {
+            if let Some((_, m)) = masks.iter().find(|(mid, _)| *mid == id) {
+                return Err(Error::Policy(format!(
+                    "{}.path: {} is at or beneath the denied path {}",
+                    what(),
+                    path.display(),
+                    m.display()
+                )));
+            }
+        } else {
             let canon = canonical_of(&fd, path);
             if let Some(d) = all_denies.iter().find(|d| canon.starts_with(d)) {
                 return Err(Error::Policy(format!(
