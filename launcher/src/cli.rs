@@ -161,7 +161,7 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::new();
     for h in v {
         // Hide under the real path too (a symlinked $HOME).
-        let real = std::fs::canonicalize(&h).unwrap_or(h.clone());
+        let real = crate::paths::real_path(&h).unwrap_or(h.clone());
         for p in [h, real] {
             if !out.contains(&p) {
                 out.push(p);

@@ -67,7 +67,7 @@ impl Fs for RealFs {
         })
     }
     fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(p)
+        real_path(p)
     }
     fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
         std::fs::read_link(p)
@@ -79,6 +79,30 @@ impl Fs for RealFs {
         }
         v.sort();
         Ok(v)
+    }
+}
+
+/// `p` with every symlink resolved, like `std::fs::canonicalize`, in three
+/// system calls: open with O_PATH, read the fd's link in /proc, close. musl's
+/// realpath instead reads the link of every prefix (a dozen calls for a PATH
+/// entry, on every run) and allocates; it stays the fallback when /proc is
+/// missing or the kernel's name is not a plain absolute path.
+pub fn real_path(p: &Path) -> io::Result<PathBuf> {
+    use nix::fcntl::OFlag;
+    // nix, not OpenOptions: std masks O_PATH out of custom flags on musl (whose
+    // O_ACCMODE includes it), which would open for reading: a FIFO would block.
+    let f = nix::fcntl::open(
+        p,
+        OFlag::O_PATH | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(io::Error::from)?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+        Ok(r) if r.is_absolute() && !r.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
+            Ok(r)
+        }
+        _ => std::fs::canonicalize(p),
     }
 }
 
@@ -133,7 +157,8 @@ pub fn credential_paths(homes: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Is `p` a path that may never be writable?
-pub fn never_writable(p: &Path, homes: &[PathBuf]) -> Option<String> {
+/// `creds` is `credential_paths(homes)`, computed once per plan.
+pub fn never_writable(p: &Path, creds: &[PathBuf]) -> Option<String> {
     if p == Path::new("/") {
         return Some("'/' is never writable".into());
     }
@@ -142,8 +167,8 @@ pub fn never_writable(p: &Path, homes: &[PathBuf]) -> Option<String> {
             return Some(format!("{s} is never writable"));
         }
     }
-    for c in credential_paths(homes) {
-        if is_under(p, &c) {
+    for c in creds {
+        if is_under(p, c) {
             return Some(format!("credential path {} is never writable", c.display()));
         }
     }
@@ -158,7 +183,7 @@ pub fn never_writable(p: &Path, homes: &[PathBuf]) -> Option<String> {
 
 /// Validate a path to be bound read-write (or a zone root): absolute, canonical,
 /// existing, not a symlink, real path not elsewhere, never a sensitive path.
-pub fn validate_writable(fs: &dyn Fs, p: &Path, homes: &[PathBuf]) -> Result<PathBuf> {
+pub fn validate_writable(fs: &dyn Fs, p: &Path, creds: &[PathBuf]) -> Result<PathBuf> {
     require_absolute_normal(p)?;
     let meta = fs
         .lstat(p)
@@ -191,7 +216,7 @@ pub fn validate_writable(fs: &dyn Fs, p: &Path, homes: &[PathBuf]) -> Result<Pat
     if meta.kind == Kind::File && meta.nlink > 1 {
         return Err(Error::path(p, "is a file with more than one hard link"));
     }
-    if let Some(why) = never_writable(p, homes) {
+    if let Some(why) = never_writable(p, creds) {
         return Err(Error::path(p, why));
     }
     Ok(real)
@@ -420,6 +445,33 @@ mod tests {
     }
 
     #[test]
+    fn real_path_matches_canonicalize_and_never_opens_content() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(base.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("a/b", base.join("l1")).unwrap();
+        std::os::unix::fs::symlink(base.join("l1"), base.join("l2")).unwrap();
+        for p in ["a", "a/b", "l1", "l2", "l2/../b"] {
+            let p = base.join(p);
+            assert_eq!(
+                real_path(&p).ok(),
+                std::fs::canonicalize(&p).ok(),
+                "{}",
+                p.display()
+            );
+        }
+        assert_eq!(real_path(&base.join("l2")).unwrap(), base.join("a/b"));
+        // A FIFO with no writer: opening it for reading would block forever.
+        let fifo = base.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(real_path(&fifo).unwrap(), fifo);
+        let e = real_path(&base.join("missing")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        std::os::unix::fs::symlink("missing", base.join("dangling")).unwrap();
+        assert!(real_path(&base.join("dangling")).is_err());
+    }
+
+    #[test]
     fn under_compares_components() {
         assert!(!is_under(Path::new("/tmpfoo"), Path::new("/tmp")));
         assert!(is_under(Path::new("/tmp/foo"), Path::new("/tmp")));
@@ -431,7 +483,7 @@ mod tests {
     fn writable_ok() {
         let fs = FakeFs::host();
         assert_eq!(
-            validate_writable(&fs, Path::new("/work/ws"), &homes()).unwrap(),
+            validate_writable(&fs, Path::new("/work/ws"), &credential_paths(&homes())).unwrap(),
             Path::new("/work/ws")
         );
     }
@@ -439,16 +491,24 @@ mod tests {
     #[test]
     fn writable_refuses_relative_and_dotdot_and_missing() {
         let fs = FakeFs::host();
-        assert!(validate_writable(&fs, Path::new("work/ws"), &homes()).is_err());
-        assert!(validate_writable(&fs, Path::new("/work/ws/../ws"), &homes()).is_err());
-        assert!(validate_writable(&fs, Path::new("/work/nope"), &homes()).is_err());
+        assert!(validate_writable(&fs, Path::new("work/ws"), &credential_paths(&homes())).is_err());
+        assert!(validate_writable(
+            &fs,
+            Path::new("/work/ws/../ws"),
+            &credential_paths(&homes())
+        )
+        .is_err());
+        assert!(
+            validate_writable(&fs, Path::new("/work/nope"), &credential_paths(&homes())).is_err()
+        );
     }
 
     #[test]
     fn writable_refuses_absolute_symlink() {
         let mut fs = FakeFs::host();
         fs.link("/work/link", "/etc");
-        let e = validate_writable(&fs, Path::new("/work/link"), &homes()).unwrap_err();
+        let e = validate_writable(&fs, Path::new("/work/link"), &credential_paths(&homes()))
+            .unwrap_err();
         assert!(e.to_string().contains("symlink"), "{e}");
     }
 
@@ -456,7 +516,8 @@ mod tests {
     fn writable_refuses_relative_symlink() {
         let mut fs = FakeFs::host();
         fs.link("/work/rel", "../etc");
-        let e = validate_writable(&fs, Path::new("/work/rel"), &homes()).unwrap_err();
+        let e = validate_writable(&fs, Path::new("/work/rel"), &credential_paths(&homes()))
+            .unwrap_err();
         assert!(e.to_string().contains("symlink"), "{e}");
     }
 
@@ -465,7 +526,12 @@ mod tests {
         let mut fs = FakeFs::host();
         fs.link("/work/sub", "/home/alice");
         fs.dir("/home/alice/proj");
-        let e = validate_writable(&fs, Path::new("/work/sub/proj"), &homes()).unwrap_err();
+        let e = validate_writable(
+            &fs,
+            Path::new("/work/sub/proj"),
+            &credential_paths(&homes()),
+        )
+        .unwrap_err();
         assert!(
             e.to_string().contains("resolves to /home/alice/proj"),
             "{e}"
@@ -476,7 +542,9 @@ mod tests {
     fn writable_refuses_hardlinked_file() {
         let mut fs = FakeFs::host();
         fs.file("/work/ws/f", 2);
-        assert!(validate_writable(&fs, Path::new("/work/ws/f"), &homes()).is_err());
+        assert!(
+            validate_writable(&fs, Path::new("/work/ws/f"), &credential_paths(&homes())).is_err()
+        );
     }
 
     #[test]
@@ -492,15 +560,25 @@ mod tests {
             "/root/.ssh",
             "/home/alice/.aws",
         ] {
-            let e = validate_writable(&fs, Path::new(p), &homes()).unwrap_err();
+            let e = validate_writable(&fs, Path::new(p), &credential_paths(&homes())).unwrap_err();
             assert!(e.to_string().contains("never writable"), "{p}: {e}");
         }
-        assert!(never_writable(Path::new("/proc/self"), &homes()).is_some());
-        assert!(never_writable(Path::new("/home/alice/.config/gcloud/x"), &homes()).is_some());
-        assert!(never_writable(Path::new("/home/alice/.netrc"), &homes()).is_some());
-        assert!(never_writable(Path::new("/home/alice/.sshfoo"), &homes()).is_none());
-        assert!(never_writable(Path::new("/.cordon/x"), &homes()).is_some());
-        assert!(never_writable(Path::new("/work"), &homes()).is_none());
+        assert!(never_writable(Path::new("/proc/self"), &credential_paths(&homes())).is_some());
+        assert!(never_writable(
+            Path::new("/home/alice/.config/gcloud/x"),
+            &credential_paths(&homes())
+        )
+        .is_some());
+        assert!(
+            never_writable(Path::new("/home/alice/.netrc"), &credential_paths(&homes())).is_some()
+        );
+        assert!(never_writable(
+            Path::new("/home/alice/.sshfoo"),
+            &credential_paths(&homes())
+        )
+        .is_none());
+        assert!(never_writable(Path::new("/.cordon/x"), &credential_paths(&homes())).is_some());
+        assert!(never_writable(Path::new("/work"), &credential_paths(&homes())).is_none());
     }
 
     #[test]

@@ -267,14 +267,12 @@ fn shown(p: &Path, show: &[PathBuf]) -> bool {
 }
 
 /// Is a read-only root sensitive (hidden unless shown)?
-fn sensitive(p: &Path, homes: &[PathBuf]) -> bool {
+fn sensitive(p: &Path, creds: &[PathBuf]) -> bool {
     p == Path::new("/")
         || paths::SYSTEM_SENSITIVE
             .iter()
             .any(|s| paths::is_under(p, Path::new(s)))
-        || paths::credential_paths(homes)
-            .iter()
-            .any(|c| paths::is_under(p, c))
+        || creds.iter().any(|c| paths::is_under(p, c))
 }
 
 struct RoRoot {
@@ -287,11 +285,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     if opts.command.is_empty() {
         return Err(Error::Usage("no command given".into()));
     }
-    let homes = &host.homes;
+    // Every home's credential paths, computed once: they are checked against
+    // every path the plan touches.
+    let all_creds = paths::credential_paths(&host.homes);
     let mut notes = Vec::new();
 
     // --- writable paths -------------------------------------------------------
-    let ws = paths::validate_writable(fs, &opts.workspace, homes)?;
+    let ws = paths::validate_writable(fs, &opts.workspace, &all_creds)?;
     if fs.lstat(&ws).map(|m| m.kind) != Some(Kind::Dir) {
         return Err(Error::path(&ws, "workspace must be a directory"));
     }
@@ -313,11 +313,11 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         writable.push(ws.clone());
     }
     for p in profile.rw.iter().chain(&opts.rw) {
-        writable.push(paths::validate_writable(fs, p, homes)?);
+        writable.push(paths::validate_writable(fs, p, &all_creds)?);
     }
     let cache_root = opts.cache_root.as_ref().or(profile.cache_root.as_ref());
     if let Some(c) = cache_root {
-        writable.push(paths::validate_writable(fs, c, homes)?);
+        writable.push(paths::validate_writable(fs, c, &all_creds)?);
     }
     dedup(&mut writable);
 
@@ -325,7 +325,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     let mut roots: Vec<RoRoot> = Vec::new();
     let push_root = |p: &Path, try_: bool, roots: &mut Vec<RoRoot>| -> Result<()> {
         paths::require_absolute_normal(p)?;
-        if sensitive(p, homes) && !shown(p, &profile.show) {
+        if sensitive(p, &all_creds) && !shown(p, &profile.show) {
             return Err(Error::path(
                 p,
                 "is hidden unless a profile shows it (profile `show`)",
@@ -347,7 +347,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 {
                     continue;
                 }
-                if paths::credential_paths(homes).contains(&child) {
+                if all_creds.contains(&child) {
                     continue;
                 }
                 roots.push(RoRoot {
@@ -403,7 +403,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         } else {
             let real = paths::resolve_readonly(fs, &r.path)?
                 .ok_or_else(|| Error::path(&r.path, "does not exist"))?;
-            if sensitive(&real, homes) && !shown(&real, &profile.show) {
+            if sensitive(&real, &all_creds) && !shown(&real, &profile.show) {
                 return Err(Error::path(
                     &r.path,
                     format!("resolves to hidden path {}", real.display()),
@@ -451,13 +451,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     ro_ops.push(Op::Tmpfs("/tmp".into()));
     for t in &profile.tmpfs {
         paths::require_absolute_normal(t)?;
-        if let Some(why) = paths::never_writable(t, homes) {
+        if let Some(why) = paths::never_writable(t, &all_creds) {
             return Err(Error::path(t, why));
         }
         ro_ops.push(Op::Tmpfs(t.clone()));
     }
     paths::require_absolute_normal(&profile.home)?;
-    if let Some(why) = paths::never_writable(&profile.home, homes) {
+    if let Some(why) = paths::never_writable(&profile.home, &all_creds) {
         return Err(Error::path(&profile.home, why));
     }
     ro_ops.push(Op::Tmpfs(profile.home.clone()));
@@ -465,9 +465,10 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
 
     // --- masks --------------------------------------------------------------------
     let explicit: Vec<&PathBuf> = profile.hide.iter().chain(&opts.hide).collect();
-    let creds: Vec<PathBuf> = paths::credential_paths(homes)
-        .into_iter()
+    let creds: Vec<PathBuf> = all_creds
+        .iter()
         .filter(|c| !shown(c, &profile.show))
+        .cloned()
         .collect();
     let mut all_ops_for_view: Vec<Op> = ro_ops.clone();
     all_ops_for_view.extend(writable.iter().cloned().map(Op::Bind));
