@@ -21,6 +21,7 @@ pub mod doctor;
 pub mod helper_bin;
 pub mod probe;
 pub mod runner;
+mod spawn;
 mod sys;
 pub mod verify;
 

@@ -7,13 +7,11 @@
 use crate::error::{Error, Result};
 use crate::helper_bin::Helper;
 use crate::plan::{FdRole, Layers, Plan};
-use crate::sys;
+use crate::{spawn, sys};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -333,62 +331,73 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     drop(report_w);
     drop(info_w);
 
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    // An empty environment plus the plan's: bwrap's own pid 1 keeps the
-    // environment it was started with, readable in /proc/1/environ.
-    cmd.env_clear();
-    cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
-    cmd.current_dir(if plan.layers == Layers::Inner {
-        plan.cwd.as_path()
-    } else {
-        std::path::Path::new("/")
-    });
-    cmd.stderr(Stdio::from(err_w));
-    match &out_pipe {
-        Some((_, w)) => cmd.stdout(Stdio::from(w.try_clone().map_err(|e| Error::io("dup", e))?)),
-        None => cmd.stdout(Stdio::inherit()),
-    };
+    // Stdio joins the fds passed on purpose, duplicated up the same way.
+    let mut stdio: Vec<(RawFd, OwnedFd)> = vec![(2, err_w)];
+    if let Some((_, w)) = &out_pipe {
+        stdio.push((1, w.try_clone().map_err(|e| Error::io("dup", e))?));
+    }
     match (&cfg.stdin, &in_pipe) {
         (Input::Data(_), Some((r, _))) => {
-            cmd.stdin(Stdio::from(r.try_clone().map_err(|e| Error::io("dup", e))?))
+            stdio.push((0, r.try_clone().map_err(|e| Error::io("dup", e))?))
         }
-        (Input::Inherit, _) => cmd.stdin(Stdio::inherit()),
-        _ => cmd.stdin(Stdio::null()),
-    };
-    let pairs: Vec<(RawFd, RawFd)> = sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect();
-    let switch = plan.switch_to;
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child and only makes async-signal-safe
-    // system calls (dup2, close_range, setgroups/setresgid/setresuid, prctl,
-    // setpgid); `pairs` was allocated before the fork and is only read.
-    unsafe {
-        cmd.pre_exec(move || {
-            for (target, src) in &pairs {
-                sys::child::dup2(*src, *target)?;
-            }
-            // Nothing else crosses exec: not the caller's leaked fds, not ours.
-            sys::child::cloexec_from((max_target + 1) as u32)?;
-            if let Some((uid, gid)) = switch {
-                sys::child::switch_user(uid, gid)?;
-            }
-            sys::child::die_with_parent(parent)?;
-            sys::child::own_pgroup()?;
-            Ok(())
-        });
+        (Input::Inherit, _) => {}
+        _ => stdio.push((
+            0,
+            std::fs::File::open("/dev/null")
+                .map(OwnedFd::from)
+                .map_err(|e| Error::io("/dev/null", e))?,
+        )),
     }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound if plan.layers != Layers::Inner => {
-            Error::BwrapMissing(format!("{}: {e}", argv[0]))
+    for (target, src) in stdio {
+        let high =
+            sys::dup_above(src.as_raw_fd(), max_target + 1).map_err(|e| Error::io("dup", e))?;
+        sources.push((target, high));
+    }
+    let cstr = |s: &str| {
+        std::ffi::CString::new(s).map_err(|_| {
+            Error::Usage(format!(
+                "argument or environment contains a NUL byte: {s:?}"
+            ))
+        })
+    };
+    let spec = spawn::Spec {
+        program: cstr(&argv[0])?,
+        argv: argv.iter().map(|a| cstr(a)).collect::<Result<_>>()?,
+        // An empty environment plus the plan's: bwrap's own pid 1 keeps the
+        // environment it was started with, readable in /proc/1/environ.
+        envp: plan
+            .env
+            .iter()
+            .map(|(k, v)| cstr(&format!("{k}={v}")))
+            .collect::<Result<_>>()?,
+        cwd: cstr(&if plan.layers == Layers::Inner {
+            plan.cwd.to_string_lossy().into_owned()
+        } else {
+            "/".to_string()
+        })?,
+        fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
+        // Nothing else crosses exec: not the caller's leaked fds, not ours.
+        cloexec_from: (max_target + 1) as u32,
+        switch_to: plan.switch_to,
+        // std ignores SIGPIPE (an ignored signal stays ignored across exec);
+        // ours catch SIGINT/SIGTERM/SIGHUP.
+        reset_signals: vec![libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
+    };
+    let pid = spawn::spawn(&spec).map_err(|e| match e.err.kind() {
+        std::io::ErrorKind::NotFound
+            if plan.layers != Layers::Inner && e.step == spawn::Step::Exec =>
+        {
+            Error::BwrapMissing(format!("{}: {}", argv[0], e.err))
         }
-        _ => Error::io(format!("spawn {}", argv[0]), e),
+        _ => Error::io(
+            format!("spawn {}", argv[0]),
+            std::io::Error::other(e.to_string()),
+        ),
     })?;
-    drop(cmd); // closes the parent's copies of the child's stdio ends
-    drop(sources);
+    drop(spec);
+    drop(sources); // the parent's copies of every fd passed
     let out_r = out_pipe.map(|(r, _w)| r);
     let mut in_w = in_pipe.map(|(_r, w)| w);
-    let pid = child.id() as libc::pid_t;
     let pidfd = sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?;
 
     let mut stdout = Sink::new(cfg.cap_bytes, None);
@@ -475,7 +484,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 kill_sandbox(pid);
-                let _ = child.wait();
+                let _ = sys::wait_exit(pid);
                 return Err(Error::io("poll", e));
             }
         }
@@ -509,7 +518,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
             }
         }
         if exited.is_none() && pfds.get(pid_idx).is_some_and(|p| p.revents != 0) {
-            exited = Some(child.wait().map_err(|e| Error::io("wait", e))?);
+            exited = Some(sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?);
             // Nothing of the sandbox may outlive bwrap (see set_child_subreaper).
             reap_orphans(pid);
             drain_deadline = Some(Instant::now() + Duration::from_secs(2));
@@ -546,7 +555,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     }
     let status = match exited {
         Some(s) => s,
-        None => child.wait().map_err(|e| Error::io("wait", e))?,
+        None => sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?,
     };
     reap_orphans(pid);
 

@@ -102,6 +102,22 @@ pub fn waitpid(pid: libc::pid_t) {
     unsafe { libc::waitpid(pid, &mut st, 0) };
 }
 
+/// Wait for our child `pid` to exit and reap it.
+pub fn wait_exit(pid: libc::pid_t) -> io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        let mut st = 0;
+        // SAFETY: waitpid on our own child; `st` is a valid int to write into.
+        if unsafe { libc::waitpid(pid, &mut st, 0) } >= 0 {
+            return Ok(std::process::ExitStatus::from_raw(st));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 pub fn getpid() -> libc::pid_t {
     // SAFETY: no preconditions.
     unsafe { libc::getpid() }
@@ -130,8 +146,8 @@ pub fn getegid() -> u32 {
     unsafe { libc::getegid() }
 }
 
-/// Everything below runs in the forked child before exec: async-signal-safe
-/// calls only, no allocation.
+/// Everything below runs in a forked child before exec (the probe's; the sandbox
+/// itself is started by `spawn`): async-signal-safe calls only, no allocation.
 pub mod child {
     use std::io;
 
@@ -195,11 +211,5 @@ pub mod child {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
         Ok(())
-    }
-
-    /// Own process group, so the whole group can be killed at once.
-    pub fn own_pgroup() -> io::Result<()> {
-        // SAFETY: setpgid(0, 0) on ourselves.
-        cvt(unsafe { libc::setpgid(0, 0) })
     }
 }
