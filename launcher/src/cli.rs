@@ -125,11 +125,41 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     Ok(cwd.join(p))
 }
 
-fn gid_of(uid: u32) -> Option<u32> {
+/// The (gid, home) of `uid`: its first /etc/passwd entry, the file read once per
+/// process (a plan asks up to three times); for a uid not listed there, musl's
+/// lookup, which also asks nscd.
+fn user(uid: u32) -> Option<(u32, PathBuf)> {
+    static PASSWD: std::sync::OnceLock<Vec<(u32, u32, PathBuf)>> = std::sync::OnceLock::new();
+    let entries = PASSWD.get_or_init(|| {
+        std::fs::read_to_string("/etc/passwd")
+            .map(|s| parse_passwd(&s))
+            .unwrap_or_default()
+    });
+    if let Some((_, gid, home)) = entries.iter().find(|e| e.0 == uid) {
+        return Some((*gid, home.clone()));
+    }
     nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
-        .map(|u| u.gid.as_raw())
+        .map(|u| (u.gid.as_raw(), u.dir))
+}
+
+/// `name:password:uid:gid:gecos:home:shell` lines; malformed ones are skipped,
+/// as libc does.
+fn parse_passwd(s: &str) -> Vec<(u32, u32, PathBuf)> {
+    s.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            if f.len() != 7 {
+                return None;
+            }
+            Some((f[2].parse().ok()?, f[3].parse().ok()?, PathBuf::from(f[5])))
+        })
+        .collect()
+}
+
+fn gid_of(uid: u32) -> Option<u32> {
+    user(uid).map(|u| u.0)
 }
 
 /// Home directories whose credential dirs are hidden: the caller's, the
@@ -143,8 +173,8 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
     if let Some(h) = home {
         v.push(h.into());
     }
-    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(euid)) {
-        Ok(Some(u)) => v.push(u.dir),
+    match user(euid) {
+        Some((_, dir)) => v.push(dir),
         _ if home.is_none() => {
             return Err(Error::Env(format!(
                 "HOME is not set and uid {euid} has no /etc/passwd entry, so its home directory is unknown and its credential dirs (~/.ssh, ~/.aws, ...) could not be hidden; set HOME to an absolute path"
@@ -160,6 +190,9 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
     }
     let mut out: Vec<PathBuf> = Vec::new();
     for h in v {
+        if out.contains(&h) {
+            continue; // listed already, or the real path of one listed
+        }
         // Hide under the real path too (a symlinked $HOME).
         let real = crate::paths::real_path(&h).unwrap_or(h.clone());
         for p in [h, real] {
@@ -274,7 +307,8 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
         proc: ProcStrategy::Fresh,
         gid_of,
     };
-    let mut plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+    let fs = paths::CachedFs::new(&paths::RealFs);
+    let mut plan = plan::build(profile, &opts, &host, &fs)?;
     let mut probe_cached = None;
     if probe_it && plan.layers != Layers::Inner {
         let h = match &helper {
@@ -303,7 +337,7 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
                 probe_cached = Some(o.cached);
                 if o.proc != ProcStrategy::Fresh {
                     host.proc = o.proc;
-                    plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+                    plan = plan::build(profile, &opts, &host, &fs)?;
                 }
                 // A read-only bind of the host /proc, proven safe by the
                 // probe, is not a degradation; an empty /proc is.
@@ -316,7 +350,7 @@ pub fn prepare(args: &Args, profile: &Profile, probe_it: bool) -> Result<Prepare
             {
                 degraded.push(format!("outer layer unavailable ({e}); running the helper alone (--allow-degraded outer)"));
                 opts.layers = Layers::Inner;
-                plan = plan::build(profile, &opts, &host, &paths::RealFs)?;
+                plan = plan::build(profile, &opts, &host, &fs)?;
             }
             Err(e) => return Err(e),
         }
@@ -624,6 +658,28 @@ pub fn main(argv: Vec<String>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwd_lines_parse_like_libc() {
+        let p = parse_passwd(
+            "root:x:0:0:root:/root:/bin/bash\n\
+             # a comment line is malformed\n\
+             short:x:1:1\n\
+             bad:x:notanumber:1::/x:/bin/sh\n\
+             nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n\
+             dup:x:0:5::/elsewhere:/bin/sh\n",
+        );
+        assert_eq!(
+            p,
+            vec![
+                (0, 0, PathBuf::from("/root")),
+                (65534, 65534, PathBuf::from("/nonexistent")),
+                (0, 5, PathBuf::from("/elsewhere")),
+            ]
+        );
+        // The first entry for a uid wins, as with getpwuid.
+        assert_eq!(user(0).map(|u| u.0), Some(0));
+    }
 
     #[test]
     fn an_unknown_uid_without_home_is_refused() {

@@ -246,21 +246,7 @@ fn record_path(dir: &Path, path: &Path, expected: &[&str]) -> PathBuf {
 /// The record at `p`, if it is a private regular file of ours (never following
 /// a symlink) and parses.
 fn record_read(p: &Path) -> Option<Record> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NOFOLLOW: a symlink fails to open; O_NONBLOCK: a FIFO cannot block us
-    // (it is then refused as not a regular file).
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(p)
-        .ok()?;
-    let m = f.metadata().ok()?;
-    if !m.is_file() || m.uid() != crate::sys::geteuid() || m.mode() & 0o077 != 0 {
-        return None;
-    }
-    let mut body = Vec::new();
-    f.take(4096).read_to_end(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
+    serde_json::from_slice(&crate::sys::read_private(p, 4096)?).ok()
 }
 
 /// Does the record vouch for this file and every expected hash?
@@ -329,7 +315,9 @@ fn verify_inner(
     min_ctime_age: Duration,
 ) -> Result<Helper> {
     let err = |m: String| Error::Helper(format!("{}: {m}", path.display()));
-    let mut file = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
+    let mut file = crate::sys::open(path, libc::O_RDONLY)
+        .map(File::from)
+        .map_err(|e| err(format!("cannot open: {e}")))?;
     // Taken before the fstat: a change after the fstat gets a ctime >= now.
     let now = SystemTime::now();
     let meta = file.metadata().map_err(|e| err(e.to_string()))?;

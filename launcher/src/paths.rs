@@ -82,21 +82,78 @@ impl Fs for RealFs {
     }
 }
 
+/// Memoizes another [`Fs`] while one plan is built: the planner asks about the
+/// same paths many times (the workspace alone ten times), each answer a system
+/// call. One consistent snapshot is also easier to reason about than answers
+/// that could change between two questions.
+pub struct CachedFs<'a> {
+    inner: &'a dyn Fs,
+    lstat: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, Option<Meta>>>,
+    #[allow(clippy::type_complexity)]
+    canon: std::cell::RefCell<
+        std::collections::HashMap<
+            std::ffi::OsString,
+            std::result::Result<PathBuf, (Option<i32>, io::ErrorKind)>,
+        >,
+    >,
+}
+
+impl<'a> CachedFs<'a> {
+    pub fn new(inner: &'a dyn Fs) -> Self {
+        CachedFs {
+            inner,
+            lstat: Default::default(),
+            canon: Default::default(),
+        }
+    }
+}
+
+impl Fs for CachedFs<'_> {
+    fn lstat(&self, p: &Path) -> Option<Meta> {
+        if let Some(m) = self.lstat.borrow().get(p.as_os_str()) {
+            return *m;
+        }
+        let m = self.inner.lstat(p);
+        self.lstat.borrow_mut().insert(p.as_os_str().to_owned(), m);
+        m
+    }
+    fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
+        let hit = self.canon.borrow().get(p.as_os_str()).cloned();
+        let r = match hit {
+            Some(r) => r,
+            None => {
+                let r = self
+                    .inner
+                    .canonicalize(p)
+                    .map_err(|e| (e.raw_os_error(), e.kind()));
+                self.canon
+                    .borrow_mut()
+                    .insert(p.as_os_str().to_owned(), r.clone());
+                r
+            }
+        };
+        r.map_err(|(errno, kind)| match errno {
+            Some(n) => io::Error::from_raw_os_error(n),
+            None => io::Error::from(kind),
+        })
+    }
+    fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
+        self.inner.read_link(p)
+    }
+    fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
+        self.inner.read_dir(p)
+    }
+}
+
 /// `p` with every symlink resolved, like `std::fs::canonicalize`, in three
 /// system calls: open with O_PATH, read the fd's link in /proc, close. musl's
 /// realpath instead reads the link of every prefix (a dozen calls for a PATH
 /// entry, on every run) and allocates; it stays the fallback when /proc is
 /// missing or the kernel's name is not a plain absolute path.
 pub fn real_path(p: &Path) -> io::Result<PathBuf> {
-    use nix::fcntl::OFlag;
-    // nix, not OpenOptions: std masks O_PATH out of custom flags on musl (whose
+    // Not OpenOptions: std masks O_PATH out of custom flags on musl (whose
     // O_ACCMODE includes it), which would open for reading: a FIFO would block.
-    let f = nix::fcntl::open(
-        p,
-        OFlag::O_PATH | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(io::Error::from)?;
+    let f = crate::sys::open(p, libc::O_PATH)?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
     match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
         Ok(r) if r.is_absolute() && !r.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {

@@ -675,3 +675,36 @@ fn implicit_workspace_the_sandbox_uid_cannot_write_is_mounted_read_only() {
     o.workspace_implicit = false;
     assert!(matches!(plan_with(&fs, &o, 0), Err(Error::Uid(_))));
 }
+
+/// The memoizing Fs the launcher plans with gives exactly the plan (and the
+/// errors) the plain one gives.
+#[test]
+fn cached_fs_plans_identically() {
+    let fs = FakeFs::host();
+    for cmd in [
+        &["true"][..],
+        &["sh", "-c", "x"],
+        &["/nonexistent"],
+        &["rel/x"],
+    ] {
+        for euid in [0, 1000] {
+            let o = opts(cmd);
+            let plain = plan_with(&fs, &o, euid);
+            let cached = build(
+                &builtin("default").unwrap(),
+                &o,
+                &host(euid),
+                &crate::paths::CachedFs::new(&fs),
+            );
+            match (plain, cached) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.bwrap_argv, b.bwrap_argv);
+                    assert_eq!(a.helper_policy, b.helper_policy);
+                    assert_eq!(a.env, b.env);
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{cmd:?}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
+    }
+}

@@ -280,12 +280,8 @@ pub fn cache_dir(env: &std::collections::BTreeMap<String, String>, euid: u32) ->
 
 fn cache_read(dir: &Path, key: &str) -> Option<ProcStrategy> {
     let p = dir.join(format!("probe-{key}.json"));
-    let m = std::fs::symlink_metadata(&p).ok()?;
     // Only trust a cache file that is ours and private.
-    if !m.is_file() || m.uid() != sys::geteuid() || m.mode() & 0o077 != 0 {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&sys::read_private(&p, 64 << 10)?).ok()?;
     serde_json::from_value(v.get("proc")?.clone()).ok()
 }
 

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -153,8 +154,12 @@ impl PolicyFile {
         )
         .map_err(|e| Error::io("seal policy file", e.into()))?;
         // A read-only description, at offset 0, is what leaves the launcher.
-        let ro = std::fs::File::open(format!("/proc/self/fd/{}", tmp.as_raw_fd()))
-            .map_err(|e| Error::io("reopen policy file", e))?;
+        let ro = sys::open(
+            Path::new(&format!("/proc/self/fd/{}", tmp.as_raw_fd())),
+            libc::O_RDONLY,
+        )
+        .map(std::fs::File::from)
+        .map_err(|e| Error::io("reopen policy file", e))?;
         Ok(PolicyFile {
             fd: Some(ro.into()),
         })
@@ -309,50 +314,61 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     // number, so the dup2 calls in the child can never clobber one another.
     let max_target = plan.fds.iter().map(|f| f.0).max().unwrap_or(2);
     let mut sources: Vec<(RawFd, OwnedFd)> = Vec::new();
+    let null = match plan.fds.iter().any(|f| f.1 == FdRole::Empty) {
+        true => Some(
+            sys::open(Path::new("/dev/null"), libc::O_RDONLY)
+                .map_err(|e| Error::io("/dev/null", e))?,
+        ),
+        false => None,
+    };
     for (target, role) in &plan.fds {
-        let src: OwnedFd = match role {
-            FdRole::Report => report_w.try_clone(),
-            FdRole::Info => info_w.try_clone(),
+        let src: RawFd = match role {
+            FdRole::Report => Some(report_w.as_raw_fd()),
+            FdRole::Info => Some(info_w.as_raw_fd()),
             FdRole::Policy => policy
                 .as_ref()
                 .and_then(|p| p.fd.as_ref())
-                .ok_or_else(|| std::io::Error::other("no policy"))
-                .and_then(|f| f.try_clone()),
-            FdRole::Helper => helper
-                .ok_or_else(|| std::io::Error::other("no helper"))
-                .and_then(|h| h.file.try_clone().map(OwnedFd::from)),
-            FdRole::Empty => std::fs::File::open("/dev/null").map(OwnedFd::from),
+                .map(|f| f.as_raw_fd()),
+            FdRole::Helper => helper.map(|h| h.file.as_raw_fd()),
+            FdRole::Empty => null.as_ref().map(|f| f.as_raw_fd()),
         }
-        .map_err(|e| Error::io("prepare fds", e))?;
-        let high =
-            sys::dup_above(src.as_raw_fd(), max_target + 1).map_err(|e| Error::io("dup", e))?;
+        .ok_or_else(|| {
+            Error::io(
+                "prepare fds",
+                std::io::Error::other(format!("no fd for {role:?}")),
+            )
+        })?;
+        let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
         sources.push((*target, high));
     }
+    drop(null);
     drop(report_w);
     drop(info_w);
 
     // Stdio joins the fds passed on purpose, duplicated up the same way.
-    let mut stdio: Vec<(RawFd, OwnedFd)> = vec![(2, err_w)];
-    if let Some((_, w)) = &out_pipe {
-        stdio.push((1, w.try_clone().map_err(|e| Error::io("dup", e))?));
-    }
-    match (&cfg.stdin, &in_pipe) {
-        (Input::Data(_), Some((r, _))) => {
-            stdio.push((0, r.try_clone().map_err(|e| Error::io("dup", e))?))
-        }
-        (Input::Inherit, _) => {}
-        _ => stdio.push((
-            0,
-            std::fs::File::open("/dev/null")
-                .map(OwnedFd::from)
+    let stdin_null = match (&cfg.stdin, &in_pipe) {
+        (Input::Data(_), Some(_)) | (Input::Inherit, _) => None,
+        _ => Some(
+            sys::open(Path::new("/dev/null"), libc::O_RDONLY)
                 .map_err(|e| Error::io("/dev/null", e))?,
-        )),
+        ),
+    };
+    let mut stdio: Vec<(RawFd, RawFd)> = vec![(2, err_w.as_raw_fd())];
+    if let Some((_, w)) = &out_pipe {
+        stdio.push((1, w.as_raw_fd()));
+    }
+    if let (Input::Data(_), Some((r, _))) = (&cfg.stdin, &in_pipe) {
+        stdio.push((0, r.as_raw_fd()));
+    }
+    if let Some(n) = &stdin_null {
+        stdio.push((0, n.as_raw_fd()));
     }
     for (target, src) in stdio {
-        let high =
-            sys::dup_above(src.as_raw_fd(), max_target + 1).map_err(|e| Error::io("dup", e))?;
+        let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
         sources.push((target, high));
     }
+    drop(err_w);
+    drop(stdin_null);
     let cstr = |s: &str| {
         std::ffi::CString::new(s).map_err(|_| {
             Error::Usage(format!(

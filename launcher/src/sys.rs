@@ -22,8 +22,11 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Duplicate `fd` to a close-on-exec fd numbered at least `min`.
 pub fn dup_above(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
+    // Raw: musl's fcntl follows F_DUPFD_CLOEXEC with a redundant F_SETFD.
     // SAFETY: F_DUPFD_CLOEXEC takes an int argument and creates a new fd.
-    let n = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) })?;
+    let n = cvt(
+        unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, min) } as libc::c_int,
+    )?;
     // SAFETY: `n` was just created and is owned by us alone.
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
@@ -100,6 +103,61 @@ pub fn waitpid(pid: libc::pid_t) {
     let mut st = 0;
     // SAFETY: waitpid on a pid; `st` is a valid int to write the status into.
     unsafe { libc::waitpid(pid, &mut st, 0) };
+}
+
+/// open(2) with O_CLOEXEC, as one raw openat: musl's open() follows every
+/// O_CLOEXEC open with a redundant fcntl(F_SETFD) for kernels older than 2.6.23.
+pub fn open(p: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `c` is NUL-terminated and outlives the call; openat returns a new fd or -1.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// The content of a private file of ours: a regular file (never through a
+/// symlink, never blocking on a FIFO) owned by the effective uid, with no group
+/// or other permission bits, of at most `max` bytes. None otherwise.
+pub fn read_private(p: &std::path::Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let f =
+        std::fs::File::from(open(p, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK).ok()?);
+    let m = f.metadata().ok()?;
+    if !m.is_file() || m.uid() != geteuid() || m.mode() & 0o077 != 0 || m.size() > max {
+        return None;
+    }
+    // One read for the content and one for EOF (std's read_to_end probes with
+    // small reads first).
+    let mut buf = vec![0u8; m.size() as usize + 1];
+    let mut n = 0;
+    let mut f = f;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    if n as u64 > m.size() {
+        return None; // grew while we read: not the file we checked
+    }
+    buf.truncate(n);
+    Some(buf)
 }
 
 /// Wait for our child `pid` to exit and reap it.
