@@ -211,28 +211,20 @@ impl Sink {
 }
 
 /// Our children other than `except` (orphans reparented to us as subreaper).
-/// Read from /proc/self/task/*/children: a few small reads, not a scan of
-/// every process on the host on each run.
+/// Read from the children file of our main thread, which is where the kernel
+/// reparents orphans (to the first live thread of the subreaper: the leader
+/// while it lives): one small read, not a scan of every process on the host.
 fn orphans(except: libc::pid_t) -> Vec<libc::pid_t> {
-    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-        let mut v = Vec::new();
-        let mut complete = true;
-        for t in tasks.flatten() {
-            match std::fs::read_to_string(t.path().join("children")) {
-                Ok(s) => v.extend(
-                    s.split_whitespace()
-                        .filter_map(|p| p.parse::<libc::pid_t>().ok())
-                        .filter(|p| *p != except),
-                ),
-                // Kernels without CONFIG_PROC_CHILDREN: fall back to the scan.
-                Err(_) => complete = false,
-            }
-        }
-        if complete {
-            return v;
-        }
+    let me = sys::getpid();
+    match sys::read_all(Path::new(&format!("/proc/self/task/{me}/children"))) {
+        Ok(b) => String::from_utf8_lossy(&b)
+            .split_whitespace()
+            .filter_map(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|p| *p != except)
+            .collect(),
+        // Kernels without CONFIG_PROC_CHILDREN: fall back to the scan.
+        Err(_) => orphans_by_scan(except),
     }
-    orphans_by_scan(except)
 }
 
 fn orphans_by_scan(except: libc::pid_t) -> Vec<libc::pid_t> {
@@ -415,6 +407,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     let out_r = out_pipe.map(|(r, _w)| r);
     let mut in_w = in_pipe.map(|(_r, w)| w);
     let pidfd = sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?;
+    let ours = OurNamespaces::read();
 
     let mut stdout = Sink::new(cfg.cap_bytes, None);
     let mut stderr = Sink::new(
@@ -515,7 +508,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
                     if *i == 3 {
                         // bwrap's info is complete while the sandbox's init is
                         // alive: observe its user namespace now.
-                        user_ns = observe_user_ns(first_json_line(&info.data).as_ref());
+                        user_ns = observe_user_ns(first_json_line(&info.data).as_ref(), &ours);
                     }
                 }
                 Ok(n) => {
@@ -605,7 +598,7 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
             result.signal = Some(c - 128);
         }
     }
-    result.enforcement = enforcement(plan, report_v, info_v, user_ns);
+    result.enforcement = enforcement(plan, &ours, report_v, info_v, user_ns);
     if plan.proc == crate::plan::ProcStrategy::Tmpfs {
         result
             .degraded
@@ -660,18 +653,39 @@ fn classify_setup_failure(
 }
 
 /// Is bwrap's child (the sandbox's init) in another user namespace than ours?
-fn observe_user_ns(info: Option<&Value>) -> Option<bool> {
+fn observe_user_ns(info: Option<&Value>, ours: &OurNamespaces) -> Option<bool> {
     use std::os::unix::fs::MetadataExt;
     let pid = info?.get("child-pid")?.as_u64()?;
     let theirs = std::fs::metadata(format!("/proc/{pid}/ns/user"))
         .ok()?
         .ino();
-    let ours = std::fs::metadata("/proc/self/ns/user").ok()?.ino();
-    Some(theirs != ours)
+    Some(theirs != ours.get("user")?)
+}
+
+const NAMESPACES: [&str; 7] = ["mnt", "pid", "net", "ipc", "uts", "cgroup", "user"];
+
+/// The launcher's own namespace ids, read while bwrap starts (off the path
+/// from the command's exit to ours), compared with the sandbox's afterwards.
+struct OurNamespaces([Option<u64>; 7]);
+
+impl OurNamespaces {
+    fn read() -> Self {
+        use std::os::unix::fs::MetadataExt;
+        OurNamespaces(NAMESPACES.map(|n| {
+            std::fs::metadata(format!("/proc/self/ns/{n}"))
+                .ok()
+                .map(|m| m.ino())
+        }))
+    }
+    fn get(&self, name: &str) -> Option<u64> {
+        let i = NAMESPACES.iter().position(|n| *n == name)?;
+        self.0[i]
+    }
 }
 
 fn enforcement(
     plan: &Plan,
+    ours: &OurNamespaces,
     report: Option<Value>,
     info: Option<Value>,
     user_ns: Option<bool>,
@@ -691,9 +705,7 @@ fn enforcement(
             let theirs = info
                 .get(format!("{name}-namespace"))
                 .and_then(Value::as_u64);
-            let ours = std::fs::metadata(format!("/proc/self/ns/{name}"))
-                .ok()
-                .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+            let ours = ours.get(name);
             ns.insert(
                 name.into(),
                 match (theirs, ours) {

@@ -128,6 +128,27 @@ pub fn open(p: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
 }
 
+/// The whole content of a (small, usually /proc) file: raw open, reads until EOF.
+pub fn read_all(p: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::from(open(p, libc::O_RDONLY)?);
+    let mut v = vec![0u8; 4096];
+    let mut n = 0;
+    loop {
+        if n == v.len() {
+            v.resize(n * 2, 0);
+        }
+        match f.read(&mut v[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    v.truncate(n);
+    Ok(v)
+}
+
 /// The content of a private file of ours: a regular file (never through a
 /// symlink, never blocking on a FIFO) owned by the effective uid, with no group
 /// or other permission bits, of at most `max` bytes. None otherwise.
