@@ -60,6 +60,9 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // Listed now: Landlock may hide /proc later. Rule fds opened below are
     // close-on-exec and closed by Landlock's step anyway.
     let inherited_fds = fds::inherited();
+    // Opened now for step 6, which reads its capability masks: Landlock may
+    // hide /proc by then. Kept open through step 5, closed after 6.
+    let status = sys::open_thread_status();
     let pol = policy::parse(&bytes)?;
     let mut ll = landlock::plan(&pol)?;
     let filter = seccomp::compile(&pol.syscalls, opts.report_fd)?;
@@ -90,10 +93,12 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // 5. Close inherited fds (after Landlock, which needed its own fds).
     let mut keep = pol.keep_fds.clone();
     keep.extend(opts.report_fd);
+    keep.extend(status.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
     let fds_closed = fds::close_inherited(&keep, inherited_fds)?;
 
     // 6. Drop capabilities (after the uid switch and rlimits, which need them).
-    let caps = caps::drop_all()?;
+    let caps = caps::drop_all(status.as_ref())?;
+    drop(status);
 
     // The PATH search runs under Landlock, seeing what the command will see.
     cmd.resolve()?;

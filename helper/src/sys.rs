@@ -72,6 +72,52 @@ pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
     )
 }
 
+/// This thread's status file, open, if /proc is a real procfs (checked with
+/// fstatfs on the open fd, so a look-alike file is never believed). Each read
+/// from offset 0 shows the thread's state at that moment; opened before
+/// Landlock, it stays readable after.
+pub fn open_thread_status() -> Option<OwnedFd> {
+    let fd = open_raw(
+        Path::new("/proc/thread-self/status"),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    )
+    .ok()?;
+    // SAFETY: an all-zero statfs is a valid value for fstatfs to overwrite.
+    let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open; `sf` is a valid statfs to write into.
+    let ok = unsafe { libc::fstatfs(fd.as_raw_fd(), &mut sf) } == 0
+        && sf.f_type as i64 == libc::PROC_SUPER_MAGIC as i64;
+    ok.then_some(fd)
+}
+
+/// The status file's current content, read from offset 0.
+pub fn read_status(fd: &OwnedFd) -> Option<String> {
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            buf.resize(n * 2, 0);
+        }
+        // SAFETY: reads into the unused tail of `buf`, within its length.
+        let r = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                buf[n..].as_mut_ptr().cast(),
+                buf.len() - n,
+                n as libc::off_t,
+            )
+        };
+        match r {
+            0 => break,
+            r if r > 0 => n += r as usize,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+    buf.truncate(n);
+    String::from_utf8(buf).ok()
+}
+
 pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
