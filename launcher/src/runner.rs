@@ -122,48 +122,65 @@ struct PolicyFile {
 }
 
 impl PolicyFile {
-    fn create(policy: &Value, owner: Option<(u32, u32)>) -> Result<PolicyFile> {
-        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-        use nix::sys::memfd::{memfd_create, MFdFlags};
-        let fd = memfd_create(
-            c"cordon-policy",
-            MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
-        )
-        .map_err(|e| Error::io("create policy file (memfd_create)", e.into()))?;
-        let mut tmp = std::fs::File::from(fd);
-        // A memfd starts at 0777; the helper accepts exactly 0600.
-        tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .map_err(|e| Error::io("chmod policy file", e))?;
-        let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
-        tmp.write_all(&text)
-            .map_err(|e| Error::io("write policy file", e))?;
+    /// The memfd, mode 0600, owned by `owner`, still empty and writable through
+    /// the returned writer; the read-only description is what bwrap gets.
+    fn create_empty(owner: Option<(u32, u32)>) -> Result<(PolicyFile, std::fs::File)> {
+        let tmp = sealable_memfd(c"cordon-policy", 0o600)
+            .map_err(|e| Error::io("create policy file (memfd)", e))?;
         if let Some((uid, gid)) = owner {
             // The helper requires the file to be owned by its real uid: the
             // host uid the sandbox runs as (inside bwrap it maps to --uid).
             sys::fchown(tmp.as_raw_fd(), uid, gid)
                 .map_err(|e| Error::io("chown policy file", e))?;
         }
-        fcntl(
-            &tmp,
-            FcntlArg::F_ADD_SEALS(
-                SealFlag::F_SEAL_WRITE
-                    | SealFlag::F_SEAL_GROW
-                    | SealFlag::F_SEAL_SHRINK
-                    | SealFlag::F_SEAL_SEAL,
-            ),
-        )
-        .map_err(|e| Error::io("seal policy file", e.into()))?;
         // A read-only description, at offset 0, is what leaves the launcher.
         let ro = sys::open(
             Path::new(&format!("/proc/self/fd/{}", tmp.as_raw_fd())),
             libc::O_RDONLY,
         )
-        .map(std::fs::File::from)
         .map_err(|e| Error::io("reopen policy file", e))?;
-        Ok(PolicyFile {
-            fd: Some(ro.into()),
-        })
+        Ok((PolicyFile { fd: Some(ro) }, tmp))
     }
+
+    /// Write the policy and seal it. Nothing reads it before this returns: the
+    /// helper starts only after bwrap has its arguments, which follow.
+    fn fill(mut w: std::fs::File, policy: &Value) -> Result<()> {
+        let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
+        w.write_all(&text)
+            .map_err(|e| Error::io("write policy file", e))?;
+        seal(&w).map_err(|e| Error::io("seal policy file", e))
+    }
+
+    #[cfg(test)]
+    fn create(policy: &Value, owner: Option<(u32, u32)>) -> Result<PolicyFile> {
+        let (p, w) = Self::create_empty(owner)?;
+        Self::fill(w, policy)?;
+        Ok(p)
+    }
+}
+
+/// A memfd with `mode` (a memfd starts at 0777), close-on-exec, sealable.
+fn sealable_memfd(name: &std::ffi::CStr, mode: u32) -> std::io::Result<std::fs::File> {
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING)?;
+    let f = std::fs::File::from(fd);
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    Ok(f)
+}
+
+/// No more writes, growth, shrinking or seal changes, by anyone.
+fn seal(f: &std::fs::File) -> std::io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+    fcntl(
+        f,
+        FcntlArg::F_ADD_SEALS(
+            SealFlag::F_SEAL_WRITE
+                | SealFlag::F_SEAL_GROW
+                | SealFlag::F_SEAL_SHRINK
+                | SealFlag::F_SEAL_SEAL,
+        ),
+    )?;
+    Ok(())
 }
 
 struct Sink {
@@ -280,14 +297,148 @@ fn kill_sandbox(pid: libc::pid_t) {
 }
 
 /// Run the plan. `helper` is required unless the plan is outer-only.
-pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<SandboxResult> {
-    let start = Instant::now();
-    let argv = plan.exec_argv();
-    sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
-    let policy = match &plan.helper_policy {
-        Some(p) => Some(PolicyFile::create(p, plan.switch_to)?),
-        None => None,
+/// What bwrap (or, with `--layers inner`, the helper) is started with. For
+/// bwrap, only what must exist at exec: the program, the argv after `--`, the
+/// fds and the uid. Its options and environment follow later through a pipe
+/// (`--args`), so bwrap can start before the plan is complete.
+pub struct LaunchSpec<'a> {
+    pub layers: Layers,
+    pub program: &'a str,
+    /// bwrap: the argv after its `--`; inner: the helper's whole argv.
+    pub tail: &'a [String],
+    /// Inner only (bwrap starts with an empty environment).
+    pub env: &'a [(String, String)],
+    pub cwd: &'a Path,
+    pub fds: &'a [(i32, FdRole)],
+    pub switch_to: Option<(u32, u32)>,
+    /// Filled and sealed before the spawn when known; else `finish` fills it.
+    pub policy: Option<&'a Value>,
+}
+
+impl<'a> LaunchSpec<'a> {
+    pub fn of(plan: &'a Plan) -> LaunchSpec<'a> {
+        let inner = plan.layers == Layers::Inner;
+        LaunchSpec {
+            layers: plan.layers,
+            program: &plan.exec_argv()[0],
+            tail: if inner {
+                &plan.inner_argv
+            } else {
+                bwrap_tail(&plan.bwrap_argv)
+            },
+            env: &plan.env,
+            cwd: if inner { &plan.cwd } else { Path::new("/") },
+            fds: &plan.fds,
+            switch_to: plan.switch_to,
+            policy: plan.helper_policy.as_ref(),
+        }
+    }
+}
+
+/// bwrap's argv after its own `--` (the first one: the helper's argv has one too).
+fn bwrap_tail(argv: &[String]) -> &[String] {
+    match argv.iter().position(|a| a == "--") {
+        Some(i) => &argv[i + 1..],
+        None => &[],
+    }
+}
+
+/// bwrap's options (the argv between the program and `--`) and the sandbox
+/// environment as `--setenv` pairs, NUL-separated, for `--args`: never in any
+/// argv or /proc/PID/environ of bwrap.
+fn bwrap_args_data(plan: &Plan) -> Vec<u8> {
+    let opts = match plan.bwrap_argv.iter().position(|a| a == "--") {
+        Some(i) => &plan.bwrap_argv[1..i],
+        None => &plan.bwrap_argv[1..],
     };
+    let mut v = Vec::new();
+    let mut push = |s: &str| {
+        v.extend_from_slice(s.as_bytes());
+        v.push(0);
+    };
+    for a in opts {
+        push(a);
+    }
+    for (k, val) in &plan.env {
+        push("--setenv");
+        push(k);
+        push(val);
+    }
+    v
+}
+
+/// A started bwrap (or helper). bwrap waits for its options on the args pipe,
+/// and the policy memfd may still be empty: `supervise` fills both, policy
+/// first, so the helper can never read an unfinished policy. Dropped unused,
+/// it is killed and reaped.
+pub struct Launched {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    ours: OurNamespaces,
+    start: Instant,
+    report_r: Option<OwnedFd>,
+    info_r: Option<OwnedFd>,
+    err_r: Option<OwnedFd>,
+    out_r: Option<OwnedFd>,
+    in_w: Option<OwnedFd>,
+    args_w: Option<OwnedFd>,
+    policy_w: Option<std::fs::File>,
+    layers: Layers,
+    program: String,
+    tail: Vec<String>,
+    fds: Vec<(i32, FdRole)>,
+    switch_to: Option<(u32, u32)>,
+    live: bool,
+}
+
+impl Launched {
+    /// Was this started exactly as `plan` needs? Extra fds may only be unused
+    /// empty ones (the helper closes them).
+    fn matches(&self, plan: &Plan) -> bool {
+        let spec = LaunchSpec::of(plan);
+        self.layers == plan.layers
+            && plan.layers == Layers::Both
+            && self.program == spec.program
+            && self.tail == spec.tail
+            && self.switch_to == plan.switch_to
+            && plan.fds.iter().all(|f| self.fds.contains(f))
+            && self
+                .fds
+                .iter()
+                .all(|f| plan.fds.contains(f) || f.1 == FdRole::Empty)
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        if self.live {
+            kill_sandbox(self.pid);
+            let _ = sys::wait_exit(self.pid);
+        }
+    }
+}
+
+/// Start bwrap (or the helper) per `spec`; see [`Launched`].
+pub fn launch(spec: &LaunchSpec, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Launched> {
+    let start = Instant::now();
+    sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
+    let (policy, policy_w) = if spec.fds.iter().any(|f| f.1 == FdRole::Policy) {
+        let (file, w) = PolicyFile::create_empty(spec.switch_to)?;
+        match spec.policy {
+            Some(p) => {
+                PolicyFile::fill(w, p)?;
+                (Some(file), None)
+            }
+            // Without bwrap nothing would wait for the policy.
+            None if spec.layers == Layers::Inner => {
+                return Err(Error::io("policy", std::io::Error::other("no policy")))
+            }
+            None => (Some(file), Some(w)),
+        }
+    } else {
+        (None, None)
+    };
+    let bwrap = spec.layers != Layers::Inner;
 
     let (report_r, report_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
     let (info_r, info_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
@@ -301,19 +452,28 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
         Input::Data(_) => Some(sys::pipe().map_err(|e| Error::io("pipe", e))?),
         _ => None,
     };
+    let args_pipe = if bwrap {
+        Some(sys::pipe().map_err(|e| Error::io("pipe", e))?)
+    } else {
+        None
+    };
 
     // Every fd passed on purpose is first duplicated above the highest target
     // number, so the dup2 calls in the child can never clobber one another.
-    let max_target = plan.fds.iter().map(|f| f.0).max().unwrap_or(2);
+    let mut max_target = spec.fds.iter().map(|f| f.0).max().unwrap_or(2);
+    let args_fd = max_target + 1;
+    if bwrap {
+        max_target = args_fd;
+    }
     let mut sources: Vec<(RawFd, OwnedFd)> = Vec::new();
-    let null = match plan.fds.iter().any(|f| f.1 == FdRole::Empty) {
+    let null = match spec.fds.iter().any(|f| f.1 == FdRole::Empty) {
         true => Some(
             sys::open(Path::new("/dev/null"), libc::O_RDONLY)
                 .map_err(|e| Error::io("/dev/null", e))?,
         ),
         false => None,
     };
-    for (target, role) in &plan.fds {
+    for (target, role) in spec.fds {
         let src: RawFd = match role {
             FdRole::Report => Some(report_w.as_raw_fd()),
             FdRole::Info => Some(info_w.as_raw_fd()),
@@ -355,6 +515,9 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
     if let Some(n) = &stdin_null {
         stdio.push((0, n.as_raw_fd()));
     }
+    if let Some((r, _)) = &args_pipe {
+        stdio.push((args_fd, r.as_raw_fd()));
+    }
     for (target, src) in stdio {
         let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
         sources.push((target, high));
@@ -368,46 +531,126 @@ pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Sand
             ))
         })
     };
-    let spec = spawn::Spec {
-        program: cstr(&argv[0])?,
+    let mut argv: Vec<&str> = vec![spec.program];
+    let args_fd_s = args_fd.to_string();
+    if bwrap {
+        argv.extend(["--args", &args_fd_s, "--"]);
+        argv.extend(spec.tail.iter().map(String::as_str));
+    } else {
+        argv.extend(spec.tail.iter().skip(1).map(String::as_str));
+    }
+    let spawn_spec = spawn::Spec {
+        program: cstr(spec.program)?,
         argv: argv.iter().map(|a| cstr(a)).collect::<Result<_>>()?,
-        // An empty environment plus the plan's: bwrap's own pid 1 keeps the
-        // environment it was started with, readable in /proc/1/environ.
-        envp: plan
-            .env
-            .iter()
-            .map(|(k, v)| cstr(&format!("{k}={v}")))
-            .collect::<Result<_>>()?,
-        cwd: cstr(&if plan.layers == Layers::Inner {
-            plan.cwd.to_string_lossy().into_owned()
+        // bwrap starts with an empty environment: the sandbox's arrives with
+        // its options (`--setenv`), so bwrap's pid 1 has nothing in
+        // /proc/1/environ. The helper alone gets it directly.
+        envp: if bwrap {
+            Vec::new()
         } else {
-            "/".to_string()
-        })?,
+            spec.env
+                .iter()
+                .map(|(k, v)| cstr(&format!("{k}={v}")))
+                .collect::<Result<_>>()?
+        },
+        cwd: cstr(&spec.cwd.to_string_lossy())?,
         fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
         // Nothing else crosses exec: not the caller's leaked fds, not ours.
         cloexec_from: (max_target + 1) as u32,
-        switch_to: plan.switch_to,
+        switch_to: spec.switch_to,
         // std ignores SIGPIPE (an ignored signal stays ignored across exec);
         // ours catch SIGINT/SIGTERM/SIGHUP.
         reset_signals: vec![libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
     };
-    let pid = spawn::spawn(&spec).map_err(|e| match e.err.kind() {
-        std::io::ErrorKind::NotFound
-            if plan.layers != Layers::Inner && e.step == spawn::Step::Exec =>
-        {
-            Error::BwrapMissing(format!("{}: {}", argv[0], e.err))
+    let pid = spawn::spawn(&spawn_spec).map_err(|e| match e.err.kind() {
+        std::io::ErrorKind::NotFound if bwrap && e.step == spawn::Step::Exec => {
+            Error::BwrapMissing(format!("{}: {}", spec.program, e.err))
         }
         _ => Error::io(
-            format!("spawn {}", argv[0]),
+            format!("spawn {}", spec.program),
             std::io::Error::other(e.to_string()),
         ),
     })?;
-    drop(spec);
+    drop(spawn_spec);
     drop(sources); // the parent's copies of every fd passed
-    let out_r = out_pipe.map(|(r, _w)| r);
-    let mut in_w = in_pipe.map(|(_r, w)| w);
-    let pidfd = sys::pidfd_open(pid).map_err(|e| Error::io("pidfd_open", e))?;
-    let ours = OurNamespaces::read();
+    let launched = |pidfd| Launched {
+        pid,
+        pidfd: Some(pidfd),
+        ours: OurNamespaces::read(),
+        start,
+        report_r: Some(report_r),
+        info_r: Some(info_r),
+        err_r: Some(err_r),
+        out_r: out_pipe.map(|(r, _w)| r),
+        in_w: in_pipe.map(|(_r, w)| w),
+        args_w: args_pipe.map(|(_r, w)| w),
+        policy_w,
+        layers: spec.layers,
+        program: spec.program.to_string(),
+        tail: spec.tail.to_vec(),
+        fds: spec.fds.to_vec(),
+        switch_to: spec.switch_to,
+        live: true,
+    };
+    match sys::pidfd_open(pid) {
+        Ok(fd) => Ok(launched(fd)),
+        Err(e) => {
+            kill_sandbox(pid);
+            let _ = sys::wait_exit(pid);
+            Err(Error::io("pidfd_open", e))
+        }
+    }
+}
+
+/// Run the plan. `helper` is required unless the plan is outer-only.
+pub fn run(plan: &Plan, helper: Option<&Helper>, cfg: &RunConfig) -> Result<SandboxResult> {
+    run_launched(plan, helper, cfg, None)
+}
+
+/// Run the plan with bwrap already started for it (see `cli::prepare`), or
+/// start it now when it was not, or was not started as this plan needs.
+pub fn run_launched(
+    plan: &Plan,
+    helper: Option<&Helper>,
+    cfg: &RunConfig,
+    early: Option<Launched>,
+) -> Result<SandboxResult> {
+    let l = match early {
+        Some(l) if l.matches(plan) => l,
+        other => {
+            drop(other); // killed and reaped
+            launch(&LaunchSpec::of(plan), helper, cfg)?
+        }
+    };
+    supervise(plan, l, cfg)
+}
+
+fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxResult> {
+    // The policy first, sealed; then bwrap's options. The helper runs only
+    // after bwrap has read them, so it never sees an unfinished policy.
+    if let Some(w) = l.policy_w.take() {
+        let p = plan
+            .helper_policy
+            .as_ref()
+            .ok_or_else(|| Error::io("policy", std::io::Error::other("no policy")))?;
+        PolicyFile::fill(w, p)?;
+    }
+    if let Some(w) = l.args_w.take() {
+        // A write error means bwrap is gone; its exit status tells why.
+        let _ = sys::write_all(w.as_raw_fd(), &bwrap_args_data(plan));
+    }
+    l.live = false; // from here the loop below kills and reaps
+    let pid = l.pid;
+    let start = l.start;
+    let ours = std::mem::replace(&mut l.ours, OurNamespaces([None; 7]));
+    let missing = || Error::io("launch", std::io::Error::other("fd already taken"));
+    let pidfd = l.pidfd.take().ok_or_else(missing)?;
+    let err_r = l.err_r.take().ok_or_else(missing)?;
+    let report_r = l.report_r.take().ok_or_else(missing)?;
+    let info_r = l.info_r.take().ok_or_else(missing)?;
+    let out_r = l.out_r.take();
+    let mut in_w = l.in_w.take();
+    drop(l);
 
     let mut stdout = Sink::new(cfg.cap_bytes, None);
     let mut stderr = Sink::new(

@@ -181,6 +181,19 @@ pub fn read_private(p: &std::path::Path, max: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// Write all of `buf` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match write(fd, buf) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Wait for our child `pid` to exit and reap it.
 pub fn wait_exit(pid: libc::pid_t) -> io::Result<std::process::ExitStatus> {
     use std::os::unix::process::ExitStatusExt;
