@@ -39,7 +39,8 @@ pub const REPORT_FD: i32 = 3;
 pub const INFO_FD: i32 = 4;
 pub const POLICY_FD: i32 = 5;
 pub const HELPER_FD: i32 = 6;
-pub const FIRST_EMPTY_FD: i32 = 7;
+/// The file masks' /dev/null fds (one each: bwrap's `--ro-bind-data` closes it).
+pub const EMPTY_FD_FIRST: i32 = 7;
 
 /// Unprivileged fallback uid when the launcher is root and the workspace is root's.
 pub const NOBODY: u32 = 65534;
@@ -278,6 +279,56 @@ fn sensitive(p: &Path, creds: &[PathBuf]) -> bool {
 struct RoRoot {
     path: PathBuf,
     try_: bool,
+}
+
+/// What bwrap execs (or, `--layers inner`, what runs): the helper with its
+/// fds, then the command. The helper runs from the very fd that was hashed.
+pub fn inner_argv(layers: Layers, helper_via_proc: bool, command: &[String]) -> Vec<String> {
+    let mut inner: Vec<String> = Vec::new();
+    if layers != Layers::Outer {
+        if layers == Layers::Both && !helper_via_proc {
+            inner.push(HELPER_PATH.into());
+        } else {
+            inner.push(format!("/proc/self/fd/{HELPER_FD}"));
+        }
+        inner.extend([
+            "--policy-fd".to_string(),
+            POLICY_FD.to_string(),
+            "--report-fd".to_string(),
+            REPORT_FD.to_string(),
+            "--".into(),
+        ]);
+    }
+    inner.extend(command.iter().cloned());
+    inner
+}
+
+/// What bwrap must be started with before the plan exists (see
+/// `cli::prepare`): the sandbox uid switch, and an upper bound on the file
+/// masks (each takes an fd at exec). Answers through the same (memoizing) `fs`
+/// the plan then uses, so the plan can only need fewer masks. None when
+/// anything is unclear: the plan, built next, reports the error.
+pub fn early_facts(
+    profile: &Profile,
+    opts: &Options,
+    host: &Host,
+    fs: &dyn Fs,
+) -> Option<(Option<UidGid>, usize)> {
+    let all_creds = paths::credential_paths(&host.homes);
+    let ws = paths::validate_writable(fs, &opts.workspace, &all_creds).ok()?;
+    let (_, _, switch_to) = choose_uid(opts, host, fs, &ws).ok()?;
+    let mut files = 0;
+    for h in profile
+        .hide
+        .iter()
+        .chain(&opts.hide)
+        .chain(all_creds.iter().filter(|c| !shown(c, &profile.show)))
+    {
+        if let Mask::File(_) = paths::validate_mask(fs, h).ok()? {
+            files += 1;
+        }
+    }
+    Some((switch_to, files))
 }
 
 /// Build the plan.
@@ -672,31 +723,14 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // --- argv -------------------------------------------------------------------------------
     let network = opts.network.unwrap_or(profile.network);
     let mut fds: Vec<(i32, FdRole)> = Vec::new();
-    let mut inner: Vec<String> = Vec::new();
-    match opts.layers {
-        Layers::Both | Layers::Inner => {
-            // Exec the verified helper through the fd that was hashed, so the file
-            // cannot be swapped in between.
-            if opts.layers == Layers::Both && !helper_via_proc {
-                inner.push(HELPER_PATH.into());
-            } else {
-                inner.push(format!("/proc/self/fd/{HELPER_FD}"));
-            }
-            inner.extend(["--policy-fd".to_string(), POLICY_FD.to_string()]);
-            inner.extend([
-                "--report-fd".to_string(),
-                REPORT_FD.to_string(),
-                "--".into(),
-            ]);
-            fds.extend([
-                (REPORT_FD, FdRole::Report),
-                (POLICY_FD, FdRole::Policy),
-                (HELPER_FD, FdRole::Helper),
-            ]);
-        }
-        Layers::Outer => {}
+    let inner = inner_argv(opts.layers, helper_via_proc, &opts.command);
+    if opts.layers != Layers::Outer {
+        fds.extend([
+            (REPORT_FD, FdRole::Report),
+            (POLICY_FD, FdRole::Policy),
+            (HELPER_FD, FdRole::Helper),
+        ]);
     }
-    inner.extend(opts.command.iter().cloned());
 
     let mut bwrap_argv: Vec<String> = Vec::new();
     let mut mounts = 0;
@@ -718,7 +752,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             gid.to_string(),
         ]);
         a.extend(["--info-fd".into(), INFO_FD.to_string()]);
-        let mut next_empty = FIRST_EMPTY_FD;
+        let mut next_empty = EMPTY_FD_FIRST;
         for op in &ops {
             mounts += 1;
             match op {
@@ -792,7 +826,7 @@ fn dedup(v: &mut Vec<PathBuf>) {
     });
 }
 
-type UidGid = (u32, u32);
+pub type UidGid = (u32, u32);
 
 /// uid/gid for the sandbox, and whether the launcher must switch to it first.
 fn choose_uid(

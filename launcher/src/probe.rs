@@ -317,6 +317,18 @@ pub struct ProbeOutcome {
 }
 
 /// Decide the /proc strategy by running real no-op sandboxes; fail closed.
+/// The /proc strategy `preflight` would return from its cache, without
+/// running anything; None when it would have to probe.
+pub fn cached_proc(
+    bwrap: &Path,
+    uid: u32,
+    cache_dir: Option<&Path>,
+    allow_degraded_outer: bool,
+) -> Option<ProcStrategy> {
+    let p = cache_read(cache_dir?, &cache_key(bwrap, uid)?)?;
+    (p == ProcStrategy::Fresh || allow_degraded_outer).then_some(p)
+}
+
 pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
     let key = cache_key(i.bwrap, i.uid);
     if let (Some(d), Some(k)) = (&i.cache_dir, &key) {

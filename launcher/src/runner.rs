@@ -71,6 +71,8 @@ pub struct SandboxResult {
     pub enforcement: Enforcement,
     pub degraded: Vec<String>,
     pub notes: Vec<String>,
+    /// bwrap was started before the plan was finished (`cli::prepare`).
+    pub early_launch: bool,
 }
 
 // --- signals and cleanup -------------------------------------------------------------
@@ -615,14 +617,16 @@ pub fn run_launched(
     cfg: &RunConfig,
     early: Option<Launched>,
 ) -> Result<SandboxResult> {
-    let l = match early {
-        Some(l) if l.matches(plan) => l,
+    let (l, early_launch) = match early {
+        Some(l) if l.matches(plan) => (l, true),
         other => {
             drop(other); // killed and reaped
-            launch(&LaunchSpec::of(plan), helper, cfg)?
+            (launch(&LaunchSpec::of(plan), helper, cfg)?, false)
         }
     };
-    supervise(plan, l, cfg)
+    let mut r = supervise(plan, l, cfg)?;
+    r.early_launch = early_launch;
+    Ok(r)
 }
 
 fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxResult> {

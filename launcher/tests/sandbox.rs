@@ -252,7 +252,11 @@ fn parent_env_secret_absent_everywhere() {
             // bwrap (and its pid 1) start with an empty environment: the
             // sandbox's arrives through the --args pipe.
             if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-                assert!(env.is_empty(), "pid {pid}: {}", String::from_utf8_lossy(&env));
+                assert!(
+                    env.is_empty(),
+                    "pid {pid}: {}",
+                    String::from_utf8_lossy(&env)
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -940,4 +944,65 @@ fn bind_ro_check_detects_a_readable_sibling() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("environment is readable"), "{said}");
     assert!(said.contains("can be signalled"), "{said}");
+}
+
+/// bwrap starts before the plan is finished once the probe cache knows the
+/// /proc strategy (the first run probes and starts it afterwards). An fd
+/// reserved for a file mask the plan then drops (a hidden file nothing in the
+/// sandbox shows) is closed by the helper, and a plan error after the early
+/// start returns the error and leaves no process behind.
+#[test]
+fn early_launch_matches_the_plan_and_cleans_up() {
+    let cache = tempfile::tempdir().unwrap();
+    let ws = workspace();
+    let run = |extra: &[&str], command: &[&str]| {
+        let out = cmd()
+            .env("XDG_CACHE_HOME", cache.path())
+            .args(["run", "--json", "--workspace"])
+            .arg(ws.path())
+            .args(extra)
+            .arg("--")
+            .args(command)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (out.status.code(), v)
+    };
+    let (code, v) = run(&[], &["true"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["early_launch"], false, "the first run probes: {v}");
+
+    let (code, v) = run(&[], &["sh", "-c", "ls /proc/self/fd | tr '\\n' ' '"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["early_launch"], true, "{v}");
+    assert_eq!(stdout_of(&v), "0 1 2 3 ");
+
+    // Counted as a file mask before the plan, dropped by it (/var is not in the
+    // sandbox): its reserved fd reaches the helper, which closes it.
+    let hidden = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+    let (code, v) = run(
+        &["--hide", hidden.path().to_str().unwrap()],
+        &["sh", "-c", "ls /proc/self/fd | tr '\\n' ' '"],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["early_launch"], true, "{v}");
+    assert_eq!(stdout_of(&v), "0 1 2 3 ", "{v}");
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("not visible in the sandbox"),
+        "{v}"
+    );
+
+    // The plan fails after bwrap started: the error comes back, nothing stays.
+    let marker = format!("early-{}", std::process::id());
+    let (code, v) = run(&["--rw", "/etc"], &["sh", "-c", "true", &marker]);
+    assert_eq!(code, Some(125), "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("/etc"),
+        "{v}"
+    );
+    assert!(procs_with(&marker).is_empty());
 }

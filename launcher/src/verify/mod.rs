@@ -169,7 +169,7 @@ impl Session<'_> {
     /// One run through the launcher's planner and runner.
     /// One sandboxed run through the same path as `cordon run --json`.
     fn run_captured(&self, args: &cli::Args) -> Result<runner::SandboxResult> {
-        cli::prepare(args, &self.profile, true).and_then(|prep| {
+        cli::prepare(args, &self.profile, true, None).and_then(|prep| {
             runner::run(
                 &prep.plan,
                 prep.helper.as_ref(),
@@ -223,7 +223,7 @@ impl Session<'_> {
     fn smoke(&self) -> Result<()> {
         let cmd = vec![self.fx.probe.to_string_lossy().into_owned(), "nnp".into()];
         let args = self.args(Layers::Both, cmd, None);
-        let prep = cli::prepare(&args, &self.profile, true)?;
+        let prep = cli::prepare(&args, &self.profile, true, None)?;
         let cfg = RunConfig {
             capture: true,
             stdin: Input::Null,
