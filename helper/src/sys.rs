@@ -85,6 +85,8 @@ pub fn open_thread_status() -> Option<OwnedFd> {
     // SAFETY: an all-zero statfs is a valid value for fstatfs to overwrite.
     let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open; `sf` is a valid statfs to write into.
+    // f_type is i64 on glibc and u64 on musl: the cast is needed on one only.
+    #[allow(clippy::unnecessary_cast)]
     let ok = unsafe { libc::fstatfs(fd.as_raw_fd(), &mut sf) } == 0
         && sf.f_type as i64 == libc::PROC_SUPER_MAGIC as i64;
     ok.then_some(fd)
