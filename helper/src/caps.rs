@@ -182,6 +182,20 @@ pub fn drop_all(status: Option<&std::os::fd::OwnedFd>) -> Result<Report> {
     })
 }
 
+impl Report {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "effective": self.effective,
+            "permitted": self.permitted,
+            "inheritable": self.inheritable,
+            "ambient": self.ambient,
+            "bounding": self.bounding,
+            "bounding_cleared": self.bounding_cleared,
+            "securebits_locked": self.securebits_locked,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,19 +227,5 @@ mod tests {
         assert!(ours
             .iter()
             .all(|c| crate_bnd.contains(c) || c.starts_with("cap_")));
-    }
-}
-
-impl Report {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "effective": self.effective,
-            "permitted": self.permitted,
-            "inheritable": self.inheritable,
-            "ambient": self.ambient,
-            "bounding": self.bounding,
-            "bounding_cleared": self.bounding_cleared,
-            "securebits_locked": self.securebits_locked,
-        })
     }
 }
