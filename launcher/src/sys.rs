@@ -194,6 +194,13 @@ pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Reap our child `pid` if it is a zombie already; true if it was reaped.
+pub fn try_reap(pid: libc::pid_t) -> bool {
+    let mut st = 0;
+    // SAFETY: waitpid with WNOHANG on our own child; `st` is a valid int.
+    unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) == pid }
+}
+
 /// Wait for our child `pid` to exit and reap it.
 pub fn wait_exit(pid: libc::pid_t) -> io::Result<std::process::ExitStatus> {
     use std::os::unix::process::ExitStatusExt;

@@ -1006,3 +1006,34 @@ fn early_launch_matches_the_plan_and_cleans_up() {
     );
     assert!(procs_with(&marker).is_empty());
 }
+
+/// When cordon returns, nothing of the sandbox runs any more: a background
+/// process the command left behind is gone at once (no grace period), and
+/// never writes to the workspace later. (cordon does not wait for the
+/// sandbox's init to finish tearing down its namespaces when that init has no
+/// child left; here it has one, so it must.)
+#[test]
+fn nothing_of_the_sandbox_runs_after_return() {
+    let ws = workspace();
+    // A sleep duration unique to this test process (~0.1–0.9 s), to find it.
+    let marker = format!("0.{}7", std::process::id());
+    for _ in 0..5 {
+        let (v, code) = json_run(
+            ws.path(),
+            &[],
+            &[
+                "sh",
+                "-c",
+                &format!("(sleep {marker}; echo late > late) & echo started"),
+            ],
+        );
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(stdout_of(&v), "started\n");
+        assert!(
+            procs_with(&format!("sleep {marker}")).is_empty(),
+            "a sandbox process outlived cordon"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(!ws.path().join("late").exists());
+}
