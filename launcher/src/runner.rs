@@ -295,15 +295,24 @@ fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) {
         if o.is_empty() {
             return;
         }
+        let mut others = false;
         for pid in o {
             let _ = sys::kill(pid, libc::SIGKILL);
-            if Some(pid) == init && childless_single_thread(pid) {
-                if !sys::try_reap(pid) {
+            if Some(pid) == init {
+                if !childless_single_thread(pid) {
+                    sys::waitpid(pid);
+                } else if !sys::try_reap(pid) {
                     dying.push(pid);
                 }
                 continue;
             }
+            others = true;
             sys::waitpid(pid);
+        }
+        // Only bwrap's init was left: dead, or dying with no child, nothing of
+        // its pid namespace can be reparented to us any more.
+        if !others {
+            return;
         }
     }
 }
@@ -720,6 +729,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let mut buf = vec![0u8; 64 << 10];
     let mut user_ns: Option<bool> = None;
     let mut sandbox_init: Option<libc::pid_t> = None;
+    let mut reaped = false;
 
     loop {
         if exited.is_some() && open.iter().all(Option::is_none) {
@@ -821,6 +831,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             exited = Some(sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?);
             // Nothing of the sandbox may outlive bwrap (see set_child_subreaper).
             reap_orphans(pid, sandbox_init);
+            reaped = true;
             drain_deadline = Some(Instant::now() + Duration::from_secs(2));
         }
         if sig_r >= 0
@@ -857,7 +868,11 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         Some(s) => s,
         None => sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?,
     };
-    reap_orphans(pid, sandbox_init);
+    // Again only without a pid namespace: a process of the sandbox may have
+    // been reparented to us while the pipes drained.
+    if !reaped || plan.layers == Layers::Inner {
+        reap_orphans(pid, sandbox_init);
+    }
 
     use std::os::unix::process::ExitStatusExt;
     let mut result = SandboxResult {
