@@ -133,6 +133,25 @@ pub fn has_interp(elf: &[u8]) -> std::result::Result<bool, String> {
     Ok(false)
 }
 
+/// 128 bits of FNV-1a (two 64-bit lanes), hex: names for cache files. Not a
+/// security boundary (a record is trusted only for what it contains, checked
+/// against the file), so no SHA-256, whose first use costs CPU feature
+/// detection (cpuid, which traps to the hypervisor in a VM) on every run.
+pub fn cache_name_hash(data: &[u8]) -> String {
+    let lane = |mut h: u64| {
+        for b in data {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    };
+    format!(
+        "{:016x}{:016x}",
+        lane(0xcbf2_9ce4_8422_2325),
+        lane(0x6c62_272e_07bb_0142)
+    )
+}
+
 pub fn sha256_hex(data: &[u8]) -> String {
     hex(&Sha256::digest(data))
 }
@@ -240,7 +259,7 @@ fn record_path(dir: &Path, path: &Path, expected: &[&str]) -> PathBuf {
     raw.extend_from_slice(path.as_os_str().as_bytes());
     raw.push(b'|');
     raw.extend_from_slice(expected.join(",").to_ascii_lowercase().as_bytes());
-    dir.join(format!("helper-{}.json", &sha256_hex(&raw)[..32]))
+    dir.join(format!("helper-{}.json", cache_name_hash(&raw)))
 }
 
 /// The record at `p`, if it is a private regular file of ours (never following
@@ -429,6 +448,17 @@ fn verify_inner(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn cache_names_are_stable_and_distinct() {
+        let a = cache_name_hash(b"v1|/usr/lib/cordon/cordon-helper|abc");
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(a, cache_name_hash(b"v1|/usr/lib/cordon/cordon-helper|abc"));
+        assert_ne!(a, cache_name_hash(b"v1|/usr/lib/cordon/cordon-helper|abd"));
+        assert_ne!(cache_name_hash(b""), cache_name_hash(b"\0"));
+    }
+
     use super::*;
 
     fn elf(phdrs: &[u32]) -> Vec<u8> {

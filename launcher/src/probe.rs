@@ -264,7 +264,7 @@ pub fn cache_key(bwrap: &Path, uid: u32) -> Option<String> {
         m.size(),
         sys::uname_release()
     );
-    Some(crate::helper_bin::sha256_hex(raw.as_bytes())[..32].to_string())
+    Some(crate::helper_bin::cache_name_hash(raw.as_bytes()))
 }
 
 pub fn cache_dir(env: &std::collections::BTreeMap<String, String>, euid: u32) -> Option<PathBuf> {
