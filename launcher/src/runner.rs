@@ -285,7 +285,11 @@ fn orphans_by_scan(except: libc::pid_t) -> Vec<libc::pid_t> {
 /// down the sandbox's mounts and namespaces (≈ 0.1–0.4 ms here). It is reaped
 /// here if already a zombie, else by whoever reaps the launcher's orphans
 /// (a later run of this process, or init once the launcher exits).
-fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) {
+///
+/// True when the sandbox is known to be over: bwrap's init was the only
+/// orphan, and is dead or dying without a child. Nothing can then write to
+/// the output pipes any more, though the dying init still holds them open.
+fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) -> bool {
     let mut dying: Vec<libc::pid_t> = Vec::new();
     for _ in 0..10 {
         let o: Vec<libc::pid_t> = orphans(except)
@@ -293,7 +297,7 @@ fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) {
             .filter(|p| !dying.contains(p))
             .collect();
         if o.is_empty() {
-            return;
+            return false;
         }
         let mut others = false;
         for pid in o {
@@ -312,9 +316,10 @@ fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) {
         // Only bwrap's init was left: dead, or dying with no child, nothing of
         // its pid namespace can be reparented to us any more.
         if !others {
-            return;
+            return init.is_some();
         }
     }
+    false
 }
 
 /// One thread, and no child in its children file (of our own child `pid`, so
@@ -730,6 +735,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let mut user_ns: Option<bool> = None;
     let mut sandbox_init: Option<libc::pid_t> = None;
     let mut reaped = false;
+    let mut over = false;
 
     loop {
         if exited.is_some() && open.iter().all(Option::is_none) {
@@ -777,7 +783,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             });
         }
         let now = Instant::now();
-        let mut wait_ms: i64 = 1000;
+        let mut wait_ms: i64 = if over { 0 } else { 1000 };
         if let (Some(d), false) = (deadline, timed_out) {
             wait_ms = wait_ms.min(d.saturating_duration_since(now).as_millis() as i64);
         }
@@ -794,7 +800,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             }
         }
         for (k, i) in which.iter().enumerate() {
-            if pfds[k].revents == 0 {
+            if pfds[k].revents == 0 && !over {
                 continue;
             }
             let fd = open[*i].as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
@@ -824,14 +830,22 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Empty, and no writer is left (see `over`): done.
                 Err(_) => open[*i] = None,
             }
         }
         if exited.is_none() && pfds.get(pid_idx).is_some_and(|p| p.revents != 0) {
             exited = Some(sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?);
             // Nothing of the sandbox may outlive bwrap (see set_child_subreaper).
-            reap_orphans(pid, sandbox_init);
+            over = reap_orphans(pid, sandbox_init);
             reaped = true;
+            if over {
+                // Read what is buffered, then stop: do not wait for the
+                // dying init to close its copies of the pipes.
+                for f in open.iter().flatten() {
+                    let _ = sys::set_nonblocking(f.as_raw_fd());
+                }
+            }
             drain_deadline = Some(Instant::now() + Duration::from_secs(2));
         }
         if sig_r >= 0
@@ -871,7 +885,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     // Again only without a pid namespace: a process of the sandbox may have
     // been reparented to us while the pipes drained.
     if !reaped || plan.layers == Layers::Inner {
-        reap_orphans(pid, sandbox_init);
+        let _ = reap_orphans(pid, sandbox_init);
     }
 
     use std::os::unix::process::ExitStatusExt;

@@ -1037,3 +1037,28 @@ fn nothing_of_the_sandbox_runs_after_return() {
     std::thread::sleep(Duration::from_millis(1000));
     assert!(!ws.path().join("late").exists());
 }
+
+/// All output is read before cordon returns, also when it stops waiting for
+/// the dying sandbox init to close its copies of the pipes: more than a pipe
+/// buffer on stdout, and stderr, written just before the command exits.
+#[test]
+fn output_written_before_exit_is_complete() {
+    let ws = workspace();
+    for _ in 0..5 {
+        let (v, code) = json_run(
+            ws.path(),
+            &[],
+            &[
+                "sh",
+                "-c",
+                "head -c 500000 /dev/zero | tr '\\0' a; echo tail >&2",
+            ],
+        );
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["stdout"]["bytes"], 500000, "{}", v["stdout"]["bytes"]);
+        let out = stdout_of(&v);
+        assert_eq!(out.len(), 500000);
+        assert!(out.bytes().all(|b| b == b'a'));
+        assert_eq!(v["stderr"]["data"], "tail\n", "{v}");
+    }
+}
