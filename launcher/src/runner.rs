@@ -303,10 +303,14 @@ fn reap_orphans(except: libc::pid_t, init: Option<libc::pid_t>) -> bool {
         for pid in o {
             let _ = sys::kill(pid, libc::SIGKILL);
             if Some(pid) == init {
-                if !childless_single_thread(pid) {
-                    sys::waitpid(pid);
-                } else if !sys::try_reap(pid) {
+                // Already a zombie (its namespace gone with it): reaped now.
+                if sys::try_reap(pid) {
+                    continue;
+                }
+                if childless_single_thread(pid) {
                     dying.push(pid);
+                } else {
+                    sys::waitpid(pid);
                 }
                 continue;
             }
