@@ -215,27 +215,33 @@ pub struct Prepared {
 }
 
 /// Start bwrap before the plan is built: its startup (exec, dynamic loading:
-/// ≈ 1 ms here) then overlaps the planning. Only when everything it needs at
-/// exec is already known: both layers, the /proc strategy from the probe
-/// cache, the uid switch and the number of file masks (one fd each). It waits
-/// for its options on a pipe; `runner::run_launched` sends them only if the
-/// finished plan matches what it was started with, else kills it and starts
-/// another. None: start it after the plan, as before.
-#[allow(clippy::too_many_arguments)]
+/// ≈ 1 ms here) then overlaps the planning and the helper's verification.
+/// Only when everything it needs at exec is already known: both layers, the
+/// uid switch, and from the probe cache the /proc strategy and how many file
+/// masks plans needed so far (one fd each: spare ones reach the helper, which
+/// closes them). It waits for its options on a pipe; `runner::run_launched`
+/// sends them only if the finished plan matches what it was started with,
+/// else kills it and starts another. Returns the bwrap and the mask count it
+/// was started with; (None, None) to start it after the plan, as before.
 fn launch_early(
-    profile: &Profile,
     opts: &Options,
     host: &Host,
     fs: &dyn paths::Fs,
-    helper: &Helper,
+    helper: &helper_bin::Opened,
     cfg: &RunConfig,
     cache_dir: Option<&Path>,
     allow_degraded_outer: bool,
-) -> Option<runner::Launched> {
+) -> (Option<runner::Launched>, Option<usize>) {
     use plan::{FdRole, EMPTY_FD_FIRST, HELPER_FD, INFO_FD, POLICY_FD, REPORT_FD};
-    let (switch_to, file_masks) = plan::early_facts(profile, opts, host, fs)?;
+    let Some(switch_to) = plan::early_switch(opts, host, fs) else {
+        return (None, None);
+    };
     let uid = switch_to.map(|s| s.0).unwrap_or(host.euid);
-    let proc_ = probe::cached_proc(&host.bwrap, uid, cache_dir, allow_degraded_outer)?;
+    let Some((proc_, file_masks)) =
+        probe::cached_launch(&host.bwrap, uid, cache_dir, allow_degraded_outer)
+    else {
+        return (None, None);
+    };
     let tail = plan::inner_argv(Layers::Both, proc_ != ProcStrategy::Tmpfs, &opts.command);
     let mut fds = vec![
         (REPORT_FD, FdRole::Report),
@@ -244,7 +250,9 @@ fn launch_early(
         (HELPER_FD, FdRole::Helper),
     ];
     fds.extend((0..file_masks as i32).map(|i| (EMPTY_FD_FIRST + i, FdRole::Empty)));
-    let program = host.bwrap.to_str()?;
+    let Some(program) = host.bwrap.to_str() else {
+        return (None, None);
+    };
     let spec = runner::LaunchSpec {
         layers: Layers::Both,
         program,
@@ -255,7 +263,10 @@ fn launch_early(
         switch_to,
         policy: None,
     };
-    runner::launch(&spec, Some(helper), cfg).ok()
+    (
+        runner::launch(&spec, Some(helper.fd()), cfg).ok(),
+        Some(file_masks),
+    )
 }
 
 pub fn load_profile(args: &Args, inline: Option<ProfileDef>) -> Result<Profile> {
@@ -340,40 +351,49 @@ pub fn prepare(
             exe.as_deref(),
             env.get("PATH").map(String::as_str),
         )?;
-        let want = args
-            .helper_sha256
-            .clone()
-            .or_else(|| env.get("CORDON_HELPER_SHA256").cloned());
-        let cache = helper_bin::cache_dir(&env, euid);
-        Some(helper_bin::verify_cached(
-            &p,
-            want.as_deref(),
-            cache.as_deref(),
-        )?)
+        // Open now, verified below: an early bwrap gets this fd but cannot
+        // exec it before its options, which follow the verification.
+        Some(helper_bin::open(&p)?)
     };
     let mut host = Host {
         euid,
         egid: sys::getegid(),
         env: env.clone(),
-        homes: homes(&env, euid)?,
+        homes: Vec::new(),
         bwrap: bwrap.clone(),
         proc: ProcStrategy::Fresh,
         gid_of,
     };
     let fs = paths::CachedFs::new(&paths::RealFs);
-    let mut launched = match (early, &helper) {
+    let probe_dir = probe::cache_dir(&env, euid);
+    let (mut launched, early_masks) = match (early, &helper) {
         (Some(cfg), Some(h)) if probe_it && opts.layers == Layers::Both => launch_early(
-            profile,
             &opts,
             &host,
             &fs,
             h,
             cfg,
-            probe::cache_dir(&env, euid).as_deref(),
+            probe_dir.as_deref(),
             args.degrade_outer,
         ),
-        _ => None,
+        _ => (None, None),
     };
+    let helper = match helper {
+        Some(h) => {
+            let want = args
+                .helper_sha256
+                .clone()
+                .or_else(|| env.get("CORDON_HELPER_SHA256").cloned());
+            let cache = helper_bin::cache_dir(&env, euid);
+            Some(helper_bin::verify_opened(
+                h,
+                want.as_deref(),
+                cache.as_deref(),
+            )?)
+        }
+        None => None,
+    };
+    host.homes = homes(&env, euid)?;
     let mut plan = plan::build(profile, &opts, &host, &fs)?;
     let mut probe_cached = None;
     if probe_it && plan.layers != Layers::Inner {
@@ -420,6 +440,14 @@ pub fn prepare(
                 plan = plan::build(profile, &opts, &host, &fs)?;
             }
             Err(e) => return Err(e),
+        }
+        let masks = plan
+            .fds
+            .iter()
+            .filter(|f| f.1 == plan::FdRole::Empty)
+            .count();
+        if plan.layers == Layers::Both && early_masks.map_or(true, |k| k < masks) {
+            probe::remember_file_masks(&bwrap, plan.uid, probe_dir.as_deref(), masks);
         }
     }
     Ok(Prepared {

@@ -326,6 +326,47 @@ fn old_enough(ctime_ns: i64, now: SystemTime, min_age: Duration) -> bool {
 
 /// [`verify_cached`] with the build-time hash and the ctime age rule as
 /// parameters (tests pass their own).
+/// The helper file, open: what bwrap gets as fd 6 even before it is verified
+/// (it cannot exec it before its options, which follow the verification).
+pub struct Opened {
+    path: PathBuf,
+    file: File,
+    /// Taken before the fstat: a change after the fstat gets a ctime >= now.
+    now: SystemTime,
+    meta: std::fs::Metadata,
+}
+
+impl Opened {
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.file)
+    }
+}
+
+/// Open the helper for [`verify_opened`].
+pub fn open(path: &Path) -> Result<Opened> {
+    let err = |m: String| Error::Helper(format!("{}: {m}", path.display()));
+    let file = crate::sys::open(path, libc::O_RDONLY)
+        .map(File::from)
+        .map_err(|e| err(format!("cannot open: {e}")))?;
+    let now = SystemTime::now();
+    let meta = file.metadata().map_err(|e| err(e.to_string()))?;
+    Ok(Opened {
+        path: path.to_path_buf(),
+        file,
+        now,
+        meta,
+    })
+}
+
+/// As [`verify_cached`], for a file opened with [`open`].
+pub fn verify_opened(
+    o: Opened,
+    expected_caller: Option<&str>,
+    cache_dir: Option<&Path>,
+) -> Result<Helper> {
+    verify_opened_inner(o, BUILD_SHA256, expected_caller, cache_dir, MIN_CTIME_AGE)
+}
+
 fn verify_inner(
     path: &Path,
     build: Option<&str>,
@@ -333,13 +374,30 @@ fn verify_inner(
     cache_dir: Option<&Path>,
     min_ctime_age: Duration,
 ) -> Result<Helper> {
+    verify_opened_inner(
+        open(path)?,
+        build,
+        expected_caller,
+        cache_dir,
+        min_ctime_age,
+    )
+}
+
+fn verify_opened_inner(
+    o: Opened,
+    build: Option<&str>,
+    expected_caller: Option<&str>,
+    cache_dir: Option<&Path>,
+    min_ctime_age: Duration,
+) -> Result<Helper> {
+    let Opened {
+        path,
+        mut file,
+        now,
+        meta,
+    } = o;
+    let path = path.as_path();
     let err = |m: String| Error::Helper(format!("{}: {m}", path.display()));
-    let mut file = crate::sys::open(path, libc::O_RDONLY)
-        .map(File::from)
-        .map_err(|e| err(format!("cannot open: {e}")))?;
-    // Taken before the fstat: a change after the fstat gets a ctime >= now.
-    let now = SystemTime::now();
-    let meta = file.metadata().map_err(|e| err(e.to_string()))?;
     if !meta.file_type().is_file() {
         return Err(err("not a regular file".into()));
     }

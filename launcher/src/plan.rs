@@ -303,32 +303,12 @@ pub fn inner_argv(layers: Layers, helper_via_proc: bool, command: &[String]) -> 
     inner
 }
 
-/// What bwrap must be started with before the plan exists (see
-/// `cli::prepare`): the sandbox uid switch, and an upper bound on the file
-/// masks (each takes an fd at exec). Answers through the same (memoizing) `fs`
-/// the plan then uses, so the plan can only need fewer masks. None when
-/// anything is unclear: the plan, built next, reports the error.
-pub fn early_facts(
-    profile: &Profile,
-    opts: &Options,
-    host: &Host,
-    fs: &dyn Fs,
-) -> Option<(Option<UidGid>, usize)> {
-    let all_creds = paths::credential_paths(&host.homes);
-    let ws = paths::validate_writable(fs, &opts.workspace, &all_creds).ok()?;
-    let (_, _, switch_to) = choose_uid(opts, host, fs, &ws).ok()?;
-    let mut files = 0;
-    for h in profile
-        .hide
-        .iter()
-        .chain(&opts.hide)
-        .chain(all_creds.iter().filter(|c| !shown(c, &profile.show)))
-    {
-        if let Mask::File(_) = paths::validate_mask(fs, h).ok()? {
-            files += 1;
-        }
-    }
-    Some((switch_to, files))
+/// The uid switch bwrap must be started with before the plan exists (see
+/// `cli::prepare`), as `build` will choose it; `host.homes` is not needed.
+/// None when anything is unclear: the plan, built next, reports the error.
+pub fn early_switch(opts: &Options, host: &Host, fs: &dyn Fs) -> Option<Option<UidGid>> {
+    let ws = fs.canonicalize(&opts.workspace).ok()?;
+    choose_uid(opts, host, fs, &ws).ok().map(|(_, _, s)| s)
 }
 
 /// Build the plan.

@@ -279,13 +279,25 @@ pub fn cache_dir(env: &std::collections::BTreeMap<String, String>, euid: u32) ->
 }
 
 fn cache_read(dir: &Path, key: &str) -> Option<ProcStrategy> {
-    let p = dir.join(format!("probe-{key}.json"));
-    // Only trust a cache file that is ours and private.
-    let v: serde_json::Value = serde_json::from_slice(&sys::read_private(&p, 64 << 10)?).ok()?;
+    let v = cache_read_value(dir, key)?;
     serde_json::from_value(v.get("proc")?.clone()).ok()
 }
 
+fn cache_read_value(dir: &Path, key: &str) -> Option<serde_json::Value> {
+    let p = dir.join(format!("probe-{key}.json"));
+    // Only trust a cache file that is ours and private.
+    serde_json::from_slice(&sys::read_private(&p, 64 << 10)?).ok()
+}
+
 fn cache_write(dir: &Path, key: &str, proc_: ProcStrategy) {
+    cache_write_value(
+        dir,
+        key,
+        &json!({"proc": proc_, "kernel": sys::uname_release()}),
+    );
+}
+
+fn cache_write_value(dir: &Path, key: &str, body: &serde_json::Value) {
     use std::io::Write;
     if std::fs::create_dir_all(dir).is_err() {
         return;
@@ -294,10 +306,49 @@ fn cache_write(dir: &Path, key: &str, proc_: ProcStrategy) {
     let Ok(mut t) = tempfile::Builder::new().prefix(".probe-").tempfile_in(dir) else {
         return;
     };
-    let body = json!({"proc": proc_, "kernel": sys::uname_release()});
     if t.write_all(body.to_string().as_bytes()).is_ok() {
         let _ = t.persist(dir.join(format!("probe-{key}.json")));
     }
+}
+
+/// Most file masks the sandbox may need; more are not started early.
+const MAX_EARLY_FILE_MASKS: u64 = 64;
+
+/// What an early start of bwrap needs from the cache (see `cli::prepare`):
+/// the /proc strategy `preflight` would return, and how many file masks the
+/// plans so far needed at most (each takes an fd at bwrap's exec). None when
+/// the cache does not know both.
+pub fn cached_launch(
+    bwrap: &Path,
+    uid: u32,
+    cache_dir: Option<&Path>,
+    allow_degraded_outer: bool,
+) -> Option<(ProcStrategy, usize)> {
+    let v = cache_read_value(cache_dir?, &cache_key(bwrap, uid)?)?;
+    let p: ProcStrategy = serde_json::from_value(v.get("proc")?.clone()).ok()?;
+    let masks = v
+        .get("file_masks")?
+        .as_u64()
+        .filter(|m| *m <= MAX_EARLY_FILE_MASKS)?;
+    (p == ProcStrategy::Fresh || allow_degraded_outer).then_some((p, masks as usize))
+}
+
+/// Record that a plan needed `masks` file masks, if that is more than the
+/// cache knew (a plain rewrite of the probe's record; nothing when there is
+/// none yet).
+pub fn remember_file_masks(bwrap: &Path, uid: u32, cache_dir: Option<&Path>, masks: usize) {
+    let (Some(dir), Some(key)) = (cache_dir, cache_key(bwrap, uid)) else {
+        return;
+    };
+    let Some(mut v) = cache_read_value(dir, &key) else {
+        return;
+    };
+    let known = v.get("file_masks").and_then(|m| m.as_u64());
+    if known.is_some_and(|k| k >= masks as u64) {
+        return;
+    }
+    v["file_masks"] = json!(masks);
+    cache_write_value(dir, &key, &v);
 }
 
 pub struct ProbeInput<'a> {
@@ -317,18 +368,6 @@ pub struct ProbeOutcome {
 }
 
 /// Decide the /proc strategy by running real no-op sandboxes; fail closed.
-/// The /proc strategy `preflight` would return from its cache, without
-/// running anything; None when it would have to probe.
-pub fn cached_proc(
-    bwrap: &Path,
-    uid: u32,
-    cache_dir: Option<&Path>,
-    allow_degraded_outer: bool,
-) -> Option<ProcStrategy> {
-    let p = cache_read(cache_dir?, &cache_key(bwrap, uid)?)?;
-    (p == ProcStrategy::Fresh || allow_degraded_outer).then_some(p)
-}
-
 pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
     let key = cache_key(i.bwrap, i.uid);
     if let (Some(d), Some(k)) = (&i.cache_dir, &key) {

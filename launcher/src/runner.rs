@@ -477,7 +477,8 @@ impl Drop for Launched {
 }
 
 /// Start bwrap (or the helper) per `spec`; see [`Launched`].
-pub fn launch(spec: &LaunchSpec, helper: Option<&Helper>, cfg: &RunConfig) -> Result<Launched> {
+/// `helper`: the helper file's fd, when the spec passes it.
+pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Result<Launched> {
     let start = Instant::now();
     sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
     let (policy, policy_w) = if spec.fds.iter().any(|f| f.1 == FdRole::Policy) {
@@ -539,7 +540,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<&Helper>, cfg: &RunConfig) -> Re
                 .as_ref()
                 .and_then(|p| p.fd.as_ref())
                 .map(|f| f.as_raw_fd()),
-            FdRole::Helper => helper.map(|h| h.file.as_raw_fd()),
+            FdRole::Helper => helper,
             FdRole::Empty => null.as_ref().map(|f| f.as_raw_fd()),
         }
         .ok_or_else(|| {
@@ -677,7 +678,8 @@ pub fn run_launched(
         Some(l) if l.matches(plan) => (l, true),
         other => {
             drop(other); // killed and reaped
-            (launch(&LaunchSpec::of(plan), helper, cfg)?, false)
+            let fd = helper.map(|h| h.file.as_raw_fd());
+            (launch(&LaunchSpec::of(plan), fd, cfg)?, false)
         }
     };
     let mut r = supervise(plan, l, cfg)?;
