@@ -57,12 +57,12 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // 2. Read the policy, then compile everything that can fail — Landlock
     //    rule fds, the BPF program, argv/envp — before any side effect.
     let bytes = policy_source::read(&opts.source)?;
-    // Listed now: Landlock may hide /proc later. Rule fds opened below are
-    // close-on-exec and closed by Landlock's step anyway.
-    let inherited_fds = fds::inherited();
     // Opened now for step 6, which reads its capability masks: Landlock may
     // hide /proc by then. Kept open through step 5, closed after 6.
     let status = sys::open_thread_status();
+    // Listed now, for the same reason. Rule fds opened below are
+    // close-on-exec and closed by Landlock's step anyway.
+    let inherited_fds = fds::inherited(status.as_ref());
     let pol = policy::parse(&bytes)?;
     let mut ll = landlock::plan(&pol)?;
     let filter = seccomp::compile(&pol.syscalls, opts.report_fd)?;

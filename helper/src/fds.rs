@@ -7,9 +7,54 @@ use crate::sys;
 /// Highest fd number close_range accepts as "to the end".
 const FD_MAX: u32 = u32::MAX;
 
-/// Open fds above 2, from /proc/self/fd when it is readable. Called before
-/// Landlock, which may hide /proc.
-pub fn inherited() -> Option<Vec<i32>> {
+/// Open fds above 2. With this thread's status file (`status`): one `poll`
+/// over every number below its `FDSize` (the size of the fd table, so no open
+/// fd is above it), which answers POLLNVAL for the closed ones. Listing
+/// /proc/self/fd costs ≈ 75 µs in a fresh sandbox, whose procfs has no cached
+/// entry yet. Otherwise, or when the table is large, that listing; None when
+/// neither is possible. Called before Landlock, which may hide /proc.
+pub fn inherited(status: Option<&std::os::fd::OwnedFd>) -> Option<Vec<i32>> {
+    let size = status
+        .and_then(sys::read_status)
+        .and_then(|s| fd_table_size(&s));
+    if let Some(v) = size.and_then(open_below) {
+        return Some(v);
+    }
+    listed()
+}
+
+/// `FDSize:` of a status file.
+fn fd_table_size(status: &str) -> Option<usize> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The open fds in 3..size, by one poll (None: too many to ask, or poll refused).
+fn open_below(size: usize) -> Option<Vec<i32>> {
+    const MAX: usize = 4096;
+    if size > MAX {
+        return None;
+    }
+    let mut p: Vec<libc::pollfd> = (3..size as i32)
+        .map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        })
+        .collect();
+    sys::poll_now(&mut p).ok()?;
+    Some(
+        p.iter()
+            .filter(|x| x.revents & libc::POLLNVAL == 0)
+            .map(|x| x.fd)
+            .collect(),
+    )
+}
+
+/// From /proc/self/fd.
+fn listed() -> Option<Vec<i32>> {
     let dir = std::fs::read_dir("/proc/self/fd").ok()?;
     let mut fds: Vec<i32> = dir
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -58,4 +103,32 @@ pub fn close_inherited(keep: &[i32], before: Option<Vec<i32>>) -> Result<Option<
         }
     }
     Ok(before.map(|l| l.iter().filter(|fd| !keep.contains(&(**fd as u32))).count()))
+}
+
+#[cfg(test)]
+mod inherited_tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn fd_table_size_is_read_from_status() {
+        assert_eq!(fd_table_size("Name:\tx\nFDSize:\t64\nPid:\t1\n"), Some(64));
+        assert_eq!(fd_table_size("Name:\tx\n"), None);
+    }
+
+    /// Both ways of listing see an fd opened high up, and not a closed one.
+    #[test]
+    fn poll_over_the_table_agrees_with_proc() {
+        let f = std::fs::File::open("/dev/null").unwrap();
+        // SAFETY: dup2 onto a number this test owns; closed below.
+        assert_eq!(unsafe { libc::dup2(f.as_raw_fd(), 200) }, 200);
+        let status = sys::open_thread_status().expect("/proc is mounted in tests");
+        let polled = inherited(Some(&status)).unwrap();
+        let proc_ = listed().unwrap();
+        // SAFETY: closes the fd dup'ed above.
+        unsafe { libc::close(200) };
+        assert!(polled.contains(&200) && proc_.contains(&200));
+        assert!(polled.contains(&status.as_raw_fd()));
+        assert!(!polled.contains(&201) && !proc_.contains(&201));
+    }
 }

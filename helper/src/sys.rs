@@ -120,6 +120,16 @@ pub fn read_status(fd: &OwnedFd) -> Option<String> {
     String::from_utf8(buf).ok()
 }
 
+/// poll(2) with a zero timeout: fills each entry's `revents`.
+pub fn poll_now(fds: &mut [libc::pollfd]) -> io::Result<()> {
+    // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfd entries.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
