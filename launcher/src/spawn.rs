@@ -312,21 +312,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_with_exact_env_cwd_and_fds() {
+    /// Spawn `script` with its stdout on a pipe (a source above every target,
+    /// as the runner passes them); its pid and output, once it exited 0.
+    fn output_of(script: &str) -> (libc::pid_t, String) {
+        use std::io::Read;
         let (r, w) = crate::sys::pipe().unwrap();
         let high = crate::sys::dup_above(w.as_raw_fd(), 10).unwrap();
         drop(w);
-        let spec = sh(
-            r#"printf '%s|%s|%s' "$A" "$(pwd)" "$(ls /proc/self/fd | wc -l)" >&1"#,
-            vec![(1, high.as_raw_fd())],
-        );
-        let pid = spawn(&spec).unwrap();
+        let pid = spawn(&sh(script, vec![(1, high.as_raw_fd())])).unwrap();
         drop(high);
         let mut out = String::new();
-        use std::io::Read;
         std::fs::File::from(r).read_to_string(&mut out).unwrap();
         assert_eq!(wait(pid), 0);
+        (pid, out)
+    }
+
+    #[test]
+    fn runs_with_exact_env_cwd_and_fds() {
+        let (_, out) =
+            output_of(r#"printf '%s|%s|%s' "$A" "$(pwd)" "$(ls /proc/self/fd | wc -l)" >&1"#);
         // The env is exactly A=b, cwd is /, and only 0-2 plus ls's own fd are open
         // (fds 3+ were marked close-on-exec): 4 entries.
         assert_eq!(out, "b|/|4");
@@ -351,19 +355,9 @@ mod tests {
 
     #[test]
     fn child_leads_its_own_group_with_no_blocked_signals() {
-        let (r, w) = crate::sys::pipe().unwrap();
-        let high = crate::sys::dup_above(w.as_raw_fd(), 10).unwrap();
-        drop(w);
-        let spec = sh(
+        let (pid, out) = output_of(
             "set -- $(cut -d' ' -f5 /proc/self/stat) $(grep SigBlk /proc/self/status); echo \"$1 $3\"",
-            vec![(1, high.as_raw_fd())],
         );
-        let pid = spawn(&spec).unwrap();
-        drop(high);
-        let mut out = String::new();
-        use std::io::Read;
-        std::fs::File::from(r).read_to_string(&mut out).unwrap();
-        assert_eq!(wait(pid), 0);
         // /proc/self/stat of `cut` shows the shell's group: the child's pid.
         assert_eq!(out.trim(), format!("{pid} 0000000000000000"));
     }
