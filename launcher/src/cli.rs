@@ -221,8 +221,9 @@ pub struct Prepared {
 /// masks plans needed so far (one fd each: spare ones reach the helper, which
 /// closes them). It waits for its options on a pipe; `runner::run_launched`
 /// sends them only if the finished plan matches what it was started with,
-/// else kills it and starts another. Returns the bwrap and the mask count it
-/// was started with; (None, None) to start it after the plan, as before.
+/// else kills it and starts another. Returns the bwrap and the cached facts
+/// it was started with (sandbox uid, /proc strategy, mask count); (None,
+/// None) to start it after the plan, as before.
 fn launch_early(
     opts: &Options,
     host: &Host,
@@ -231,7 +232,7 @@ fn launch_early(
     cfg: &RunConfig,
     cache_dir: Option<&Path>,
     allow_degraded_outer: bool,
-) -> (Option<runner::Launched>, Option<usize>) {
+) -> (Option<runner::Launched>, Option<(u32, ProcStrategy, usize)>) {
     use plan::{FdRole, EMPTY_FD_FIRST, HELPER_FD, INFO_FD, POLICY_FD, REPORT_FD};
     let Some(switch_to) = plan::early_switch(opts, host, fs) else {
         return (None, None);
@@ -265,7 +266,7 @@ fn launch_early(
     };
     (
         runner::launch(&spec, Some(helper.fd()), cfg).ok(),
-        Some(file_masks),
+        Some((uid, proc_, file_masks)),
     )
 }
 
@@ -366,7 +367,7 @@ pub fn prepare(
     };
     let fs = paths::CachedFs::new(&paths::RealFs);
     let probe_dir = probe::cache_dir(&env, euid);
-    let (mut launched, early_masks) = match (early, &helper) {
+    let (mut launched, cached) = match (early, &helper) {
         (Some(cfg), Some(h)) if probe_it && opts.layers == Layers::Both => launch_early(
             &opts,
             &host,
@@ -418,6 +419,8 @@ pub fn prepare(
             switch: plan.switch_to,
             allow_degraded_outer: args.degrade_outer,
             cache_dir: probe::cache_dir(&env, euid),
+            // Read from the cache a moment ago, if for the same uid.
+            known: cached.filter(|c| c.0 == plan.uid).map(|c| c.1),
         });
         match outcome {
             Ok(o) => {
@@ -446,7 +449,7 @@ pub fn prepare(
             .iter()
             .filter(|f| f.1 == plan::FdRole::Empty)
             .count();
-        if plan.layers == Layers::Both && early_masks.map_or(true, |k| k < masks) {
+        if plan.layers == Layers::Both && cached.map_or(true, |c| c.0 != plan.uid || c.2 < masks) {
             probe::remember_file_masks(&bwrap, plan.uid, probe_dir.as_deref(), masks);
         }
     }

@@ -212,6 +212,7 @@ pub fn main(args: &[String]) -> i32 {
             switch,
             allow_degraded_outer: true,
             cache_dir: None,
+            known: None,
         });
         match r {
             Ok(o) => checks.push(Check {

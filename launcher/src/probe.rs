@@ -359,6 +359,9 @@ pub struct ProbeInput<'a> {
     pub switch: Option<(u32, u32)>,
     pub allow_degraded_outer: bool,
     pub cache_dir: Option<PathBuf>,
+    /// What `cached_launch` already read from the cache for this bwrap and uid
+    /// on this run: not read again.
+    pub known: Option<ProcStrategy>,
 }
 
 #[derive(Debug, Clone)]
@@ -369,6 +372,12 @@ pub struct ProbeOutcome {
 
 /// Decide the /proc strategy by running real no-op sandboxes; fail closed.
 pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
+    if let Some(p) = i.known {
+        return Ok(ProbeOutcome {
+            proc: p,
+            cached: true,
+        });
+    }
     let key = cache_key(i.bwrap, i.uid);
     if let (Some(d), Some(k)) = (&i.cache_dir, &key) {
         if let Some(p) = cache_read(d, k) {
