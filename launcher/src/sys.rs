@@ -130,13 +130,26 @@ pub fn open(p: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
 
 /// The whole content of a (small, usually /proc) file: raw open, reads until EOF.
 pub fn read_all(p: &std::path::Path) -> io::Result<Vec<u8>> {
+    read_fd(
+        &mut std::fs::File::from(open(p, libc::O_RDONLY)?),
+        4096,
+        usize::MAX,
+    )
+}
+
+/// Read `f` to its end, starting with a `cap`-byte buffer (one read for the
+/// content and one for EOF when `cap` is right; std's read_to_end probes with
+/// small reads first), and at most `limit` bytes.
+fn read_fd(f: &mut std::fs::File, cap: usize, limit: usize) -> io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut f = std::fs::File::from(open(p, libc::O_RDONLY)?);
-    let mut v = vec![0u8; 4096];
+    let mut v = vec![0u8; cap.max(1)];
     let mut n = 0;
     loop {
         if n == v.len() {
-            v.resize(n * 2, 0);
+            if n >= limit {
+                break;
+            }
+            v.resize(n.saturating_mul(2).min(limit), 0);
         }
         match f.read(&mut v[n..]) {
             Ok(0) => break,
@@ -153,7 +166,6 @@ pub fn read_all(p: &std::path::Path) -> io::Result<Vec<u8>> {
 /// symlink, never blocking on a FIFO) owned by the effective uid, with no group
 /// or other permission bits, of at most `max` bytes. None otherwise.
 pub fn read_private(p: &std::path::Path, max: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let f =
         std::fs::File::from(open(p, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK).ok()?);
@@ -161,23 +173,12 @@ pub fn read_private(p: &std::path::Path, max: u64) -> Option<Vec<u8>> {
     if !m.is_file() || m.uid() != geteuid() || m.mode() & 0o077 != 0 || m.size() > max {
         return None;
     }
-    // One read for the content and one for EOF (std's read_to_end probes with
-    // small reads first).
-    let mut buf = vec![0u8; m.size() as usize + 1];
-    let mut n = 0;
+    let size = m.size() as usize;
     let mut f = f;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    if n as u64 > m.size() {
+    let buf = read_fd(&mut f, size + 1, size + 1).ok()?;
+    if buf.len() > size {
         return None; // grew while we read: not the file we checked
     }
-    buf.truncate(n);
     Some(buf)
 }
 
@@ -310,5 +311,31 @@ pub mod child {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn read_all_and_read_private() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        assert_eq!(read_all(&p).unwrap(), data);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_private(&p, 1 << 20).unwrap(), data);
+        assert!(read_private(&p, 100).is_none(), "larger than max");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(read_private(&p, 1 << 20).is_none(), "not private");
+        let l = d.path().join("l");
+        std::os::unix::fs::symlink(&p, &l).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(read_private(&l, 1 << 20).is_none(), "through a symlink");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(read_private(&p, 10).unwrap(), b"");
     }
 }
