@@ -1002,6 +1002,23 @@ fn early_launch_matches_the_plan_and_cleans_up() {
     assert_eq!(v["early_launch"], true, "{v}");
     assert_eq!(stdout_of(&v), "0 1 2 3 ", "{v}");
 
+    // bwrap was started with the helper's fd before the helper was verified:
+    // a helper that fails verification (here: a caller's hash it does not
+    // have) must never run, and with it not the command. Control: the same
+    // run with the right hash writes the file.
+    let wrote = ["sh", "-c", "echo ran > ran.txt"];
+    let (code, v) = run(&["--helper-sha256", &"0".repeat(64)], &wrote);
+    assert_eq!(code, Some(125), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("SHA-256"),
+        "{v}"
+    );
+    assert!(!ws.path().join("ran.txt").exists());
+    let (code, v) = run(&["--helper-sha256", &helper_sha()], &wrote);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["early_launch"], true, "{v}");
+    assert!(ws.path().join("ran.txt").exists());
+
     // The plan fails after bwrap started: the error comes back, nothing stays.
     let marker = format!("early-{}", std::process::id());
     let (code, v) = run(&["--rw", "/etc"], &["sh", "-c", "true", &marker]);
@@ -1043,6 +1060,21 @@ fn nothing_of_the_sandbox_runs_after_return() {
     }
     std::thread::sleep(Duration::from_millis(1000));
     assert!(!ws.path().join("late").exists());
+
+    // Control: without cordon the same script does write the file later.
+    let plain = tempfile::tempdir().unwrap();
+    let st = Command::new("sh")
+        .args([
+            "-c",
+            &format!("(sleep {marker}; echo late > late) & echo started"),
+        ])
+        .current_dir(plain.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(plain.path().join("late").exists(), "control did not write");
 }
 
 /// All output is read before cordon returns, also when it stops waiting for
