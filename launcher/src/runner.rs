@@ -701,7 +701,6 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         // A write error means bwrap is gone; its exit status tells why.
         let _ = sys::write_all(w.as_raw_fd(), &bwrap_args_data(plan));
     }
-    l.live = false; // from here the loop below kills and reaps
     let pid = l.pid;
     let start = l.start;
     let ours = std::mem::replace(&mut l.ours, OurNamespaces([None; 7]));
@@ -712,6 +711,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let info_r = l.info_r.take().ok_or_else(missing)?;
     let out_r = l.out_r.take();
     let mut in_w = l.in_w.take();
+    l.live = false; // from here the loop below kills and reaps
     drop(l);
 
     let mut stdout = Sink::new(cfg.cap_bytes, None);
