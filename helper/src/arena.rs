@@ -20,17 +20,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Address space only (MAP_NORESERVE, faulted on touch): large policies
 /// (1 000 path rules take ~1.5 MiB) stay out of the slower system allocator.
 pub const DEFAULT_BYTES: usize = 8 * 1024 * 1024;
-const PREFAULT_BYTES: usize = 160 * 1024;
+pub const PREFAULT_BYTES: usize = 160 * 1024;
 
 /// `BYTES`: the size of the mapping; what does not fit goes to `System`.
-pub struct Arena<const BYTES: usize = DEFAULT_BYTES> {
+/// `PREFAULT`: how much of it is populated when it is mapped.
+pub struct Arena<const BYTES: usize = DEFAULT_BYTES, const PREFAULT: usize = PREFAULT_BYTES> {
     /// Start of the mapping; 0 until mapped, usize::MAX if mapping failed.
     base: AtomicUsize,
     /// Bytes handed out so far.
     used: AtomicUsize,
 }
 
-impl<const BYTES: usize> Arena<BYTES> {
+impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
     pub const fn new() -> Self {
         Arena {
             base: AtomicUsize::new(0),
@@ -60,7 +61,7 @@ impl<const BYTES: usize> Arena<BYTES> {
                     // (< 5.14) refuses it; the pages then fault in on demand.
                     unsafe {
                         libc::madvise(p, BYTES, libc::MADV_NOHUGEPAGE);
-                        libc::madvise(p, PREFAULT_BYTES.min(BYTES), libc::MADV_POPULATE_WRITE);
+                        libc::madvise(p, PREFAULT.min(BYTES), libc::MADV_POPULATE_WRITE);
                     }
                 }
                 let b = if p == libc::MAP_FAILED {
@@ -89,39 +90,57 @@ impl<const BYTES: usize> Arena<BYTES> {
     }
 }
 
-impl<const BYTES: usize> Default for Arena<BYTES> {
+impl<const BYTES: usize, const PREFAULT: usize> Default for Arena<BYTES, PREFAULT> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
+    /// A fresh block from the arena, or None when it is full or unmapped.
+    fn bump(&self, layout: Layout) -> Option<*mut u8> {
+        let base = self.base()?;
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let start = (base + cur + layout.align() - 1) & !(layout.align() - 1);
+            let end = start - base + layout.size();
+            if end > BYTES {
+                return None;
+            }
+            match self
+                .used
+                .compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(start as *mut u8),
+                Err(now) => cur = now,
+            }
+        }
     }
 }
 
 // SAFETY: `alloc` returns either a fresh, suitably aligned, never-reused
 // region inside the arena (bounds checked against BYTES) or memory from
 // `System`; `dealloc` forwards only pointers outside the arena to `System`, so
-// each allocator only ever frees its own memory.
-unsafe impl<const BYTES: usize> GlobalAlloc for Arena<BYTES> {
+// each allocator only ever frees its own memory. `used` only grows, so every
+// byte past it is still as the kernel mapped it: zero.
+unsafe impl<const BYTES: usize, const PREFAULT: usize> GlobalAlloc for Arena<BYTES, PREFAULT> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if let Some(base) = self.base() {
-            let mut cur = self.used.load(Ordering::Relaxed);
-            loop {
-                let start = (base + cur + layout.align() - 1) & !(layout.align() - 1);
-                let end = start - base + layout.size();
-                if end > BYTES {
-                    break;
-                }
-                match self.used.compare_exchange_weak(
-                    cur,
-                    end,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return start as *mut u8,
-                    Err(now) => cur = now,
-                }
-            }
+        match self.bump(layout) {
+            Some(p) => p,
+            // SAFETY: forwarded with the caller's valid layout.
+            None => unsafe { System.alloc(layout) },
         }
-        // SAFETY: forwarded with the caller's valid layout.
-        unsafe { System.alloc(layout) }
+    }
+
+    /// Arena memory is handed out once from an anonymous mapping, so it is
+    /// zero already: no memset, and pages nobody writes are never touched
+    /// (a 64 KiB zeroed buffer of which a few bytes are used costs nothing).
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        match self.bump(layout) {
+            Some(p) => p,
+            // SAFETY: forwarded with the caller's valid layout.
+            None => unsafe { System.alloc_zeroed(layout) },
+        }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -139,16 +158,17 @@ unsafe impl<const BYTES: usize> GlobalAlloc for Arena<BYTES> {
             let base = self.base.load(Ordering::Acquire);
             let end = ptr as usize - base + layout.size();
             let new_end = ptr as usize - base + new_size;
+            if new_size <= layout.size() {
+                // Shrinking: keep the block. `used` never goes back, so the
+                // bytes past it stay zero (see alloc_zeroed).
+                return ptr;
+            }
             if new_end <= BYTES
                 && self
                     .used
                     .compare_exchange(end, new_end, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
             {
-                return ptr;
-            }
-            if new_size <= layout.size() {
-                // Shrinking in the middle: keep the block (dealloc is a no-op).
                 return ptr;
             }
         }
@@ -189,6 +209,26 @@ mod tests {
                 a.realloc(q2, Layout::from_size_align(8192, 8).unwrap(), 8),
                 q2
             );
+        }
+    }
+
+    /// alloc_zeroed skips the memset: safe only because `used` never goes
+    /// back, not even when the last block shrinks.
+    #[test]
+    fn zeroed_blocks_are_zero_after_a_shrunk_last_block() {
+        let a: Arena = Arena::new();
+        let l = Layout::from_size_align(256, 8).unwrap();
+        // SAFETY: valid layouts; each pointer is used only within its size.
+        unsafe {
+            let p = a.alloc(l);
+            p.write_bytes(0xff, 256);
+            assert_eq!(a.realloc(p, l, 8), p);
+            let z = a.alloc_zeroed(l);
+            assert!(
+                z as usize >= p as usize + 256,
+                "the shrunk block keeps its bytes"
+            );
+            assert!(std::slice::from_raw_parts(z, 256).iter().all(|b| *b == 0));
         }
     }
 
