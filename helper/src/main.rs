@@ -9,8 +9,12 @@ use std::path::PathBuf;
 
 // A bump arena instead of musl's allocator: fewer page faults and no
 // map/unmap churn in a process that lives for a millisecond (arena.rs).
+// 96 KiB prefaulted: a run with the default profile touches ~110 KiB (zeroed
+// buffers are not touched until written); 96 measured faster in `cordon run`
+// than 160 (−0.13 to −0.31 ms in three interleaved runs) and than 64.
 #[global_allocator]
-static ALLOC: cordon_helper::arena::Arena = cordon_helper::arena::Arena::new();
+static ALLOC: cordon_helper::arena::Arena<{ cordon_helper::arena::DEFAULT_BYTES }, { 96 * 1024 }> =
+    cordon_helper::arena::Arena::new();
 
 const USAGE: &str =
     "usage: cordon-helper [--policy-file PATH | --policy-fd N] [--report-fd N] -- CMD [ARGS...]
