@@ -5,8 +5,8 @@ use crate::error::{Error, Result};
 use crate::policy::{Access, AllowRule, Compat, Policy, Ports};
 use crate::sys;
 use landlock::{
-    AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde_json::{json, Value};
 use std::os::fd::OwnedFd;
@@ -529,10 +529,26 @@ pub fn apply(plan: &mut Plan) -> Result<Applied> {
         rs = rs.scope(plan.scopes).map_err(ll_err)?;
     }
     let mut created = rs.create().map_err(ll_err)?;
-    for r in &plan.rules {
-        created = created
-            .add_rule(PathBeneath::new(&r.fd, r.rights))
-            .map_err(|e| Error::Landlock(format!("landlock rule on {}: {e}", r.path.display())))?;
+    // Path rules go straight to landlock_add_rule on a duplicate of the
+    // ruleset fd (sys::landlock_add_path_rule says why). Their rights were
+    // stripped for files when planned; here they are narrowed to what this
+    // kernel handles, as the crate would (best effort; hard_requirement
+    // already failed above if anything is missing). No fd: Landlock is
+    // unsupported and best effort leaves the ruleset empty, as the crate does.
+    if !plan.rules.is_empty() {
+        let known: BitFlags<AccessFs> = landlock::Access::from_all(ABI::from(kabi));
+        let handled = plan.handled_fs & known;
+        if let Some(rs_fd) = Option::<OwnedFd>::from(created.try_clone().map_err(ll_err)?) {
+            for r in &plan.rules {
+                let access = r.rights & handled;
+                if access.is_empty() {
+                    continue;
+                }
+                sys::landlock_add_path_rule(&rs_fd, &r.fd, access.bits()).map_err(|e| {
+                    Error::Landlock(format!("landlock rule on {}: {e}", r.path.display()))
+                })?;
+            }
+        }
     }
     for port in &plan.bind_ports {
         created = created

@@ -162,6 +162,36 @@ pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// `landlock_add_rule(2)` for one path-beneath rule. The landlock crate's
+/// `add_rule` fstats every rule fd to strip directory rights from files; the
+/// planner has already done that with its own fstat, and at 1 000 rules the
+/// second one costs ~0.8 ms here.
+pub fn landlock_add_path_rule(ruleset: &OwnedFd, parent: &OwnedFd, access: u64) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_uint = 1;
+    // The kernel's struct landlock_path_beneath_attr: packed, 12 bytes.
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: parent.as_raw_fd(),
+    };
+    // SAFETY: `attr` is a valid landlock_path_beneath_attr that outlives the
+    // call; the kernel only reads it. Both fds are open (borrowed).
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    } as libc::c_int)?;
+    Ok(())
+}
+
 /// Landlock ABI version of the running kernel; 0 or less when unavailable.
 pub fn landlock_abi() -> i32 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
