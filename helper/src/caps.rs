@@ -210,6 +210,18 @@ mod tests {
         assert!(status_masks("CapBnd:\t0\n").is_none());
     }
 
+    /// One short read is the whole status file: its last line is there.
+    #[test]
+    fn status_is_read_whole() {
+        let f = sys::open_thread_status().expect("/proc is mounted in tests");
+        let st = sys::read_status(&f).unwrap();
+        assert!(st.ends_with('\n'), "{st}");
+        let last = st.lines().last().unwrap();
+        assert!(last.starts_with("nonvoluntary_ctxt_switches:"), "{last}");
+        // Read again from the start: the same fd serves every step.
+        assert!(sys::read_status(&f).unwrap().contains("CapBnd:"));
+    }
+
     /// The status file and the caps crate agree on this thread's sets.
     #[test]
     fn status_file_agrees_with_the_crate() {

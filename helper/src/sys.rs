@@ -93,6 +93,11 @@ pub fn open_thread_status() -> Option<OwnedFd> {
 }
 
 /// The status file's current content, read from offset 0.
+///
+/// A read that returns less than it was offered ends it: the status file is
+/// generated whole by one `show` call into the kernel's buffer, so a short
+/// read has copied all of it. Reading on to get 0 would have the kernel
+/// generate the whole text again (≈ 15 µs here, twice per run).
 pub fn read_status(fd: &OwnedFd) -> Option<String> {
     let mut buf = vec![0u8; 4096];
     let mut n = 0;
@@ -111,7 +116,13 @@ pub fn read_status(fd: &OwnedFd) -> Option<String> {
         };
         match r {
             0 => break,
-            r if r > 0 => n += r as usize,
+            r if r > 0 => {
+                let offered = buf.len() - n;
+                n += r as usize;
+                if (r as usize) < offered {
+                    break;
+                }
+            }
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
             _ => return None,
         }
