@@ -7,11 +7,10 @@ use crate::helper_bin::Helper;
 use crate::plan::ProcStrategy;
 use crate::sys;
 use serde_json::json;
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// `$CORDON_BWRAP`, else `bwrap` in `$PATH`.
@@ -103,49 +102,87 @@ pub fn probe_argv(bwrap: &Path, uid: u32, gid: u32, proc_: ProcStrategy) -> Vec<
     a
 }
 
-/// Run the no-op sandbox once: Ok(()) or bwrap's stderr.
+/// Run the no-op sandbox once: Ok(()) or what bwrap printed.
 fn attempt(
     argv: &[String],
     helper: &OwnedFd,
     switch: Option<(u32, u32)>,
 ) -> std::result::Result<(), String> {
-    let out = run_sandbox(argv, helper, switch)?;
-    if out.status.success() {
+    let (ok, text) = run_sandbox(argv, helper, switch)?;
+    if ok {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        Err(text)
     }
 }
 
-/// Run a probe sandbox (fd 3 = the verified helper), as the sandbox uid.
+/// Start `argv` as the sandbox itself is started (`spawn.rs`: exact fds, the
+/// uid switch, the parent-death signal, its own process group) with only
+/// `env` in its environment: stdin /dev/null, fd 3 = `fd3` when given,
+/// stdout and stderr into one pipe when `capture`, else /dev/null.
+fn start(
+    argv: &[String],
+    env: &[String],
+    fd3: Option<&OwnedFd>,
+    switch: Option<(u32, u32)>,
+    capture: bool,
+) -> std::result::Result<(libc::pid_t, Option<OwnedFd>), String> {
+    let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    let cstr = |s: &str| CString::new(s).map_err(|_| format!("NUL byte in {s:?}"));
+    let null = sys::open(Path::new("/dev/null"), libc::O_RDWR).map_err(|e| io("/dev/null", e))?;
+    let (out_r, out_w) = if capture {
+        let (r, w) = sys::pipe().map_err(|e| io("pipe", e))?;
+        (Some(r), w)
+    } else {
+        (None, null.try_clone().map_err(|e| io("dup", e))?)
+    };
+    let mut targets: Vec<(i32, &OwnedFd)> = vec![(0, &null), (1, &out_w), (2, &out_w)];
+    targets.extend(fd3.map(|f| (3, f)));
+    // Every source above every target, so no dup2 in the child clobbers one.
+    let first_free = targets.len() as i32;
+    let sources = targets
+        .iter()
+        .map(|(t, f)| Ok((*t, sys::dup_above(f.as_raw_fd(), first_free)?)))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| io("dup", e))?;
+    let spec = crate::spawn::Spec {
+        program: cstr(&argv[0])?,
+        argv: argv
+            .iter()
+            .map(|a| cstr(a))
+            .collect::<std::result::Result<_, _>>()?,
+        envp: env
+            .iter()
+            .map(|e| cstr(e))
+            .collect::<std::result::Result<_, _>>()?,
+        cwd: cstr("/")?,
+        fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
+        cloexec_from: first_free as u32,
+        switch_to: switch,
+        reset_signals: vec![libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
+    };
+    let pid = crate::spawn::spawn(&spec).map_err(|e| format!("spawn {}: {e}", argv[0]))?;
+    Ok((pid, out_r))
+}
+
+/// Run a probe sandbox (fd 3 = the verified helper) as the sandbox uid:
+/// whether it exited 0, and what it printed (stdout and stderr together).
 fn run_sandbox(
     argv: &[String],
     helper: &OwnedFd,
     switch: Option<(u32, u32)>,
-) -> std::result::Result<std::process::Output, String> {
-    let src = sys::dup_above(helper.as_raw_fd(), 10).map_err(|e| e.to_string())?;
-    let src_fd = src.as_raw_fd();
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).env_clear().current_dir("/");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: only async-signal-safe calls in the forked child; no allocation.
-    unsafe {
-        cmd.pre_exec(move || {
-            sys::child::dup2(src_fd, 3)?;
-            sys::child::cloexec_from(4)?;
-            if let Some((u, g)) = switch {
-                sys::child::switch_user(u, g)?;
-            }
-            sys::child::die_with_parent(parent)?;
-            Ok(())
-        });
+) -> std::result::Result<(bool, String), String> {
+    let (pid, out) = start(argv, &[], Some(helper), switch, true)?;
+    let mut text = Vec::new();
+    if let Some(out) = out {
+        // Read to EOF before waiting: a full pipe would block the child.
+        let _ = std::io::Read::read_to_end(&mut std::fs::File::from(out), &mut text);
     }
-    cmd.stdout(Stdio::piped());
-    cmd.output().map_err(|e| format!("spawn {}: {e}", argv[0]))
+    let status = sys::wait_exit(pid).map_err(|e| format!("wait: {e}"))?;
+    Ok((
+        status.success(),
+        String::from_utf8_lossy(&text).into_owned(),
+    ))
 }
 
 /// What the shell inside the /proc check runs: $1 = the sibling's pid, $2 =
@@ -172,27 +209,16 @@ fn bind_ro_is_safe(i: &ProbeInput, helper: &OwnedFd) -> std::result::Result<(), 
         .into_iter()
         .find(|p| Path::new(p).is_file())
         .ok_or("no sleep(1) for the sibling process")?;
-    let mut sib = Command::new(sleep);
-    sib.arg("30")
-        .env_clear()
-        .env("CORDON_PROBE_SECRET", &secret)
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let switch = i.switch;
-    // SAFETY: only async-signal-safe calls in the forked child.
-    unsafe {
-        sib.pre_exec(move || {
-            if let Some((u, g)) = switch {
-                sys::child::switch_user(u, g)?;
-            }
-            Ok(())
-        });
-    }
-    // spawn() returns once the exec has happened, so the secret is in place.
-    let mut sibling = sib.spawn().map_err(|e| format!("sibling: {e}"))?;
-    let pid = sibling.id().to_string();
+    // spawn returns once the exec has happened, so the secret is in place.
+    let (sibling, _) = start(
+        &[sleep.into(), "30".into()],
+        &[format!("CORDON_PROBE_SECRET={secret}")],
+        None,
+        i.switch,
+        false,
+    )
+    .map_err(|e| format!("sibling: {e}"))?;
+    let pid = sibling.to_string();
     let mut a = probe_argv(i.bwrap, i.uid, i.gid, ProcStrategy::BindRo);
     a.truncate(a.iter().position(|x| x == "--").unwrap_or(a.len()));
     a.extend(["--ro-bind".into(), "/usr".into(), "/usr".into()]);
@@ -215,19 +241,14 @@ fn bind_ro_is_safe(i: &ProbeInput, helper: &OwnedFd) -> std::result::Result<(), 
     ]);
     a.extend(["sh".into(), pid, secret]);
     let out = run_sandbox(&a, helper, i.switch);
-    let _ = sibling.kill();
-    let _ = sibling.wait();
-    let out = out?;
-    if out.status.success() {
+    // SAFETY: kill(2) on our own child, not reaped before the wait below.
+    unsafe { libc::kill(sibling, libc::SIGKILL) };
+    let _ = sys::wait_exit(sibling);
+    let (ok, said) = out?;
+    if ok {
         Ok(())
     } else {
-        let said = String::from_utf8_lossy(&out.stdout);
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(
-            format!("{} {}", said.trim().replace('\n', "; "), err.trim())
-                .trim()
-                .to_string(),
-        )
+        Err(said.trim().replace('\n', "; "))
     }
 }
 

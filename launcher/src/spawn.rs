@@ -1,4 +1,5 @@
-//! Starting bwrap (or, with `--layers inner`, the helper) with vfork semantics.
+//! Starting bwrap (or, with `--layers inner`, the helper; or the preflight
+//! probe's sandboxes and their sibling process) with vfork semantics.
 //!
 //! `clone(CLONE_VM | CLONE_VFORK)` runs the child on a small stack inside our
 //! address space until it execs, and suspends us meanwhile. Unlike fork, nothing
