@@ -758,7 +758,12 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             if let Some(f) = f {
                 pfds.push(libc::pollfd {
                     fd: f.as_raw_fd(),
-                    events: libc::POLLIN,
+                    // The report and bwrap's info are read once their writers
+                    // are done (poll reports the hangup without asking): bwrap
+                    // writes its info in ten small writes, and each woke us.
+                    // Both are a few hundred bytes, far below a pipe's 64 KiB,
+                    // so no writer can block on us meanwhile.
+                    events: if i >= 2 { 0 } else { libc::POLLIN },
                     revents: 0,
                 });
                 which.push(i);
