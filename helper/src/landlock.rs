@@ -229,7 +229,7 @@ fn expand(
         // Never follow: a symlink in the expanded directory must not re-grant
         // the denied target. (A rule on a symlink's own inode grants nothing.)
         // Opened relative to the directory: one component to look up.
-        let fd = match sys::open_path_at(&dir_fd, &name) {
+        let fd = match sys::open_path_at(&dir_fd, &name, false) {
             Ok(fd) => fd,
             // Raced away between readdir and open: nothing to grant.
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
@@ -264,6 +264,33 @@ fn expand(
     Ok(())
 }
 
+/// Open an allow path (`O_PATH`, symlinks followed). Rules listed one after
+/// another in the same directory (a generated policy of many files) are
+/// opened relative to that directory, kept open in `dir`: one component to
+/// look up instead of the whole path, ≈ 0.3 µs a rule here. A path whose
+/// parent cannot be opened as a directory is opened whole, so every error is
+/// the one the whole path gives.
+fn open_rule<'a>(
+    path: &'a Path,
+    next: Option<&Path>,
+    dir: &mut Option<(&'a Path, OwnedFd)>,
+) -> std::io::Result<OwnedFd> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return sys::open_path(path, true);
+    };
+    if dir.as_ref().map(|(d, _)| *d) != Some(parent) {
+        *dir = None;
+        // Not for top-level entries: their whole path is one component.
+        if parent != Path::new("/") && next.and_then(Path::parent) == Some(parent) {
+            *dir = sys::open_dir_path(parent).ok().map(|fd| (parent, fd));
+        }
+    }
+    match dir {
+        Some((_, fd)) => sys::open_path_at(fd, name, true),
+        None => sys::open_path(path, true),
+    }
+}
+
 pub fn plan(p: &Policy) -> Result<Plan> {
     // Every deny is checked against the allow rules; only those not verified
     // as masked are carved out with Landlock, and paths are resolved only
@@ -292,6 +319,7 @@ pub fn plan(p: &Policy) -> Result<Plan> {
     };
     let mut rules = Vec::new();
     let mut skipped_optional = Vec::new();
+    let mut dir = None;
     for (
         i,
         AllowRule {
@@ -302,7 +330,8 @@ pub fn plan(p: &Policy) -> Result<Plan> {
     ) in p.allow.iter().enumerate()
     {
         let what = || format!("filesystem.allow[{i}]");
-        let (fd, is_dir, id) = match sys::open_path(path, true) {
+        let next = p.allow.get(i + 1).map(|r| r.path.as_path());
+        let (fd, is_dir, id) = match open_rule(path, next, &mut dir) {
             Ok(fd) => {
                 let st = sys::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd)).map_err(|e| {
                     Error::Policy(format!("{}: cannot stat {}: {e}", what(), path.display()))
@@ -650,6 +679,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(plan(&pol).unwrap().skipped_optional.len(), 1);
+    }
+
+    /// Opening relative to a shared parent gives what opening the whole path
+    /// gives: the same inode, symlinks followed, the same errors.
+    #[test]
+    fn rules_in_one_directory_open_as_whole_paths_do() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile_dir();
+        std::fs::write(t.join("a"), b"x").unwrap();
+        std::fs::create_dir(t.join("d")).unwrap();
+        std::os::unix::fs::symlink(t.join("d"), t.join("link")).unwrap();
+        std::fs::write(t.join("f"), b"").unwrap();
+        let id = |fd: &OwnedFd| {
+            let st = sys::fstat(std::os::fd::AsRawFd::as_raw_fd(fd)).unwrap();
+            (st.st_dev, st.st_ino)
+        };
+        let paths: Vec<PathBuf> = ["a", "d", "link", "missing", "f/under"]
+            .iter()
+            .map(|n| t.join(n))
+            .collect();
+        let mut dir = None;
+        for (i, p) in paths.iter().enumerate() {
+            let next = paths.get(i + 1).map(|n| n.as_path());
+            let got = open_rule(p, next, &mut dir);
+            let whole = sys::open_path(p, true);
+            match (got, whole) {
+                (Ok(a), Ok(b)) => assert_eq!(id(&a), id(&b), "{}", p.display()),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.raw_os_error(), b.raw_os_error(), "{}", p.display())
+                }
+                (a, b) => panic!("{}: {a:?} vs {b:?}", p.display()),
+            }
+            if i < 3 {
+                // The shared parent was opened once and used.
+                assert!(dir.is_some(), "{}", p.display());
+            }
+        }
+        let link = open_rule(&t.join("link"), None, &mut None).unwrap();
+        assert_eq!(id(&link).1, std::fs::metadata(t.join("d")).unwrap().ino());
+        std::fs::remove_dir_all(&t).unwrap();
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -42,9 +42,16 @@ pub fn open_path(path: &Path, follow: bool) -> io::Result<OwnedFd> {
     open_raw(path, libc::O_PATH | libc::O_CLOEXEC | nofollow)
 }
 
-/// An `O_PATH|O_NOFOLLOW` fd for `name` inside the directory `dir`: a
-/// one-component lookup instead of walking the whole path from `/`.
-pub fn open_path_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<OwnedFd> {
+/// An `O_PATH` fd for a directory (symlinks followed), to open entries in it.
+pub fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
+    open_raw(path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+}
+
+/// An `O_PATH` fd for `name` inside the directory `dir`: a one-component
+/// lookup instead of walking the whole path from `/`. `follow`: whether a
+/// symlink `name` is followed (as `open_path` does) or opened itself.
+pub fn open_path_at(dir: &OwnedFd, name: &std::ffi::OsStr, follow: bool) -> io::Result<OwnedFd> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let c = CString::new(name.as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))?;
     // SAFETY: `c` is NUL-terminated and outlives the call; `dir` is an open fd.
@@ -53,7 +60,7 @@ pub fn open_path_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<OwnedFd
             libc::SYS_openat,
             dir.as_raw_fd(),
             c.as_ptr(),
-            libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            libc::O_PATH | libc::O_CLOEXEC | nofollow,
             0,
         )
     };
