@@ -65,7 +65,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let inherited_fds = fds::inherited(status.as_ref());
     let pol = policy::parse(&bytes)?;
     let mut ll = landlock::plan(&pol)?;
-    let filter = seccomp::compile(&pol.syscalls, opts.report_fd)?;
+    let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let env_removed = envp.removed.clone();
     let mut cmd = exec::prepare(&opts.command, envp)?;
@@ -109,8 +109,8 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
             seccomp: json!({
                 "installed": true,
                 "instructions": filter.program.len(),
-                "rules": filter.rule_count(),
-                "default_action": filter.spec.default.name(),
+                "rules": filter.rules,
+                "default_action": filter.default.name(),
                 "profile": match pol.syscalls.effective_profile() { Some(_) => "default", None => "none" },
             }),
             caps: caps.to_json(),
@@ -123,7 +123,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     sys::default_sigpipe().map_err(|e| Error::Exec(format!("resetting SIGPIPE: {e}")))?;
 
     // 7. seccomp last: the steps above make calls it may deny.
-    seccomp::install(&filter)?;
+    seccomp::install(&filter.program)?;
 
     // 8. Report what was applied, then exec. Only write/execve/exit_group
     //    happen from here on.

@@ -50,7 +50,7 @@ fn main() {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             let t = Instant::now();
-            let ok = seccomp::install(&compiled).is_ok();
+            let ok = seccomp::install(&compiled.program).is_ok();
             let us = t.elapsed().as_secs_f64() * 1e6;
             let v = if ok { us } else { -1.0 };
             // SAFETY: writes 8 bytes from a live local to our pipe, then exits.

@@ -5,6 +5,8 @@
 pub mod emit;
 pub mod groups;
 pub mod interp;
+#[cfg(target_arch = "x86_64")]
+mod prebuilt;
 pub mod tables;
 
 use crate::error::{Error, Result};
@@ -228,9 +230,35 @@ pub fn compile(s: &Syscalls, report_fd: Option<i32>) -> Result<Compiled> {
     Ok(Compiled { spec, program })
 }
 
+/// What a run installs: the program, and what the report says of it.
+pub struct Filter {
+    pub program: BpfProgram,
+    pub default: Action,
+    pub rules: usize,
+}
+
+/// The filter for a run. A policy without a `syscalls` section gets the
+/// built-in default profile, whose program is the same on every run: on
+/// x86_64 it is taken prebuilt (`prebuilt.rs`, checked against the emitter
+/// by a unit test) instead of resolving ~300 names and emitting the tree each
+/// time (≈ 40–80 µs and ≈ 50 KiB of memory in a fresh sandbox). Anything
+/// else is compiled.
+pub fn for_run(s: &Syscalls, report_fd: Option<i32>) -> Result<Filter> {
+    #[cfg(target_arch = "x86_64")]
+    if *s == Syscalls::default() {
+        return Ok(prebuilt::filter());
+    }
+    let c = compile(s, report_fd)?;
+    Ok(Filter {
+        default: c.spec.default,
+        rules: c.rule_count(),
+        program: c.program,
+    })
+}
+
 /// Install the filter on the calling thread (the helper is single-threaded).
-pub fn install(c: &Compiled) -> Result<()> {
-    seccompiler::apply_filter(&c.program)
+pub fn install(program: &BpfProgram) -> Result<()> {
+    seccompiler::apply_filter(program)
         .map_err(|e| Error::Seccomp(format!("installing the seccomp filter failed: {e}")))
 }
 

@@ -297,3 +297,103 @@ fn long_programs_use_unconditional_hops() {
     assert!(prog.len() > 512);
     check_spec(&spec);
 }
+
+/// The generated `prebuilt.rs` for the program `compile` emits for a policy
+/// without a `syscalls` section.
+#[cfg(target_arch = "x86_64")]
+fn prebuilt_source() -> String {
+    let c = compile(&Syscalls::default(), None).unwrap();
+    let mut rows = String::new();
+    for chunk in c.program.chunks(4) {
+        rows.push_str("   ");
+        for f in chunk {
+            rows.push_str(&format!(
+                " ({:#x}, {}, {}, {:#x}),",
+                f.code, f.jt, f.jf, f.k
+            ));
+        }
+        rows.push('\n');
+    }
+    format!(
+        r#"//! The built-in default profile's seccomp program for x86_64, exactly as
+//! `compile` emits it for a policy without a `syscalls` section (the program
+//! does not depend on the report fd: `write` is allowed outright). Generated,
+//! do not edit: `cargo test -p cordon-helper --lib regenerate_prebuilt --
+//! --ignored` rewrites it, and `prebuilt_default_matches_the_emitter` fails
+//! while it is stale.
+
+use super::Filter;
+use crate::policy::Action;
+use seccompiler::sock_filter;
+
+pub const DEFAULT: Action = Action::{default:?};
+pub const RULES: usize = {rules};
+#[rustfmt::skip]
+pub const PROGRAM: [(u16, u8, u8, u32); {len}] = [
+{rows}];
+
+pub fn filter() -> Filter {{
+    Filter {{
+        program: PROGRAM
+            .iter()
+            .map(|&(code, jt, jf, k)| sock_filter {{ code, jt, jf, k }})
+            .collect(),
+        default: DEFAULT,
+        rules: RULES,
+    }}
+}}
+"#,
+        default = c.spec.default,
+        rules = c.rule_count(),
+        len = c.program.len(),
+    )
+}
+
+/// Rewrites prebuilt.rs from the emitter (run after changing the default
+/// profile, the syscall tables or the emitter).
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[ignore]
+fn regenerate_prebuilt() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/seccomp/prebuilt.rs");
+    std::fs::write(p, prebuilt_source()).unwrap();
+}
+
+/// The prebuilt default program is what the emitter builds today, for any
+/// report fd, and runs use it only for a policy without a `syscalls` section.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn prebuilt_default_matches_the_emitter() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/seccomp/prebuilt.rs");
+    assert_eq!(
+        std::fs::read_to_string(p).unwrap(),
+        prebuilt_source(),
+        "prebuilt.rs is stale: run cargo test -p cordon-helper --lib regenerate_prebuilt -- --ignored"
+    );
+    for fd in [None, Some(3), Some(9)] {
+        let c = compile(&Syscalls::default(), fd).unwrap();
+        let f = for_run(&Syscalls::default(), fd).unwrap();
+        assert_eq!(f.program, c.program, "report fd {fd:?}");
+        assert_eq!(f.default, c.spec.default);
+        assert_eq!(f.rules, c.rule_count());
+    }
+    // A policy without the section is exactly Syscalls::default().
+    assert_eq!(parse(b"{}").unwrap().syscalls, Syscalls::default());
+    // Any syscalls section is compiled, even one naming the default profile.
+    for doc in [
+        r#"{"syscalls":{"profile":"default","deny":["chmod"]}}"#,
+        r#"{"syscalls":{"defaultDeny":true,"allow":["read","write","exit_group","execve"]}}"#,
+    ] {
+        let s = parse(doc.as_bytes()).unwrap().syscalls;
+        assert_eq!(
+            for_run(&s, Some(3)).unwrap().program,
+            compile(&s, Some(3)).unwrap().program,
+            "{doc}"
+        );
+        assert_ne!(
+            for_run(&s, Some(3)).unwrap().program.len(),
+            prebuilt::PROGRAM.len(),
+            "{doc}"
+        );
+    }
+}
