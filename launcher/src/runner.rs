@@ -617,9 +617,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         // Nothing else crosses exec: not the caller's leaked fds, not ours.
         cloexec_from: (max_target + 1) as u32,
         switch_to: spec.switch_to,
-        // std ignores SIGPIPE (an ignored signal stays ignored across exec);
-        // ours catch SIGINT/SIGTERM/SIGHUP.
-        reset_signals: vec![libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
+        reset_signals: spawn::LAUNCHER_SIGNALS.to_vec(),
     };
     let pid = spawn::spawn(&spawn_spec).map_err(|e| match e.err.kind() {
         std::io::ErrorKind::NotFound if bwrap && e.step == spawn::Step::Exec => {

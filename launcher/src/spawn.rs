@@ -38,6 +38,12 @@ pub struct Spec {
     pub reset_signals: Vec<libc::c_int>,
 }
 
+/// The dispositions the launcher changes, reset in every child it starts:
+/// std ignores SIGPIPE (an ignored signal stays ignored across exec), and
+/// the launcher catches SIGINT, SIGTERM and SIGHUP.
+pub const LAUNCHER_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
 /// The step of the child that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
