@@ -364,6 +364,9 @@ pub fn prepare(
         bwrap: bwrap.clone(),
         proc: ProcStrategy::Fresh,
         gid_of,
+        groups: nix::unistd::getgroups()
+            .ok()
+            .map(|g| g.iter().map(|g| g.as_raw()).collect()),
     };
     let fs = paths::CachedFs::new(&paths::RealFs);
     let probe_dir = probe::cache_dir(&env, euid);

@@ -30,6 +30,9 @@ pub trait Fs {
     fn read_link(&self, p: &Path) -> io::Result<PathBuf>;
     /// Entry names of a directory, sorted.
     fn read_dir(&self, p: &Path) -> io::Result<Vec<String>>;
+    /// Does `p` carry a POSIX access ACL (which can grant more than its mode
+    /// says)? True when that cannot be told.
+    fn has_acl(&self, p: &Path) -> bool;
     /// May `uid` (with primary group `gid`) create files in directory `p`? Only
     /// the mode bits are considered (the sandbox has no capabilities).
     fn writable_by(&self, p: &Path, uid: u32, gid: u32) -> bool {
@@ -80,6 +83,49 @@ impl Fs for RealFs {
         v.sort();
         Ok(v)
     }
+    fn has_acl(&self, p: &Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            return true;
+        };
+        // SAFETY: both strings are NUL-terminated and outlive the call; a null
+        // buffer of size 0 asks only for the attribute's size.
+        let r = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if r >= 0 {
+            return true;
+        }
+        // No such attribute, or no ACLs on this filesystem: the mode is all.
+        !matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::ENODATA) | Some(libc::EOPNOTSUPP)
+        )
+    }
+}
+
+/// Could a process with `uid`, primary group `gid` and supplementary `groups`
+/// (None: not known) and no capabilities read the file `m` describes? Errs
+/// towards yes: an ACL, or a group it may be in, counts as readable.
+pub fn maybe_readable(m: &Meta, acl: bool, uid: u32, gid: u32, groups: Option<&[u32]>) -> bool {
+    if acl || m.mode & 0o004 != 0 {
+        return true;
+    }
+    if m.uid == uid {
+        // The owner class applies alone, even when it grants less.
+        return m.mode & 0o400 != 0;
+    }
+    let in_group = m.gid == gid
+        || match groups {
+            None => true,
+            Some(g) => g.contains(&m.gid),
+        };
+    in_group && m.mode & 0o040 != 0
 }
 
 /// Memoizes another [`Fs`] while one plan is built: the planner asks about the
@@ -142,6 +188,9 @@ impl Fs for CachedFs<'_> {
     }
     fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
         self.inner.read_dir(p)
+    }
+    fn has_acl(&self, p: &Path) -> bool {
+        self.inner.has_acl(p)
     }
 }
 
@@ -359,6 +408,9 @@ pub mod fake {
     #[derive(Default)]
     pub struct FakeFs {
         pub nodes: BTreeMap<PathBuf, (Node, u32, u32)>,
+        /// Modes other than 0755, and paths with an ACL.
+        pub modes: BTreeMap<PathBuf, u32>,
+        pub acls: std::collections::BTreeSet<PathBuf>,
     }
 
     impl FakeFs {
@@ -414,6 +466,13 @@ pub mod fake {
         pub fn owner(&mut self, p: &str, uid: u32) {
             self.nodes.get_mut(Path::new(p)).unwrap().1 = uid;
         }
+        /// Owner, group and mode of an existing node.
+        pub fn perms(&mut self, p: &str, uid: u32, gid: u32, mode: u32) {
+            let n = self.nodes.get_mut(Path::new(p)).unwrap();
+            n.1 = uid;
+            n.2 = gid;
+            self.modes.insert(p.into(), mode);
+        }
     }
 
     impl Fs for FakeFs {
@@ -434,8 +493,11 @@ pub mod fake {
                 nlink,
                 uid: *uid,
                 gid: *gid,
-                mode: 0o755,
+                mode: self.modes.get(&p).copied().unwrap_or(0o755),
             })
+        }
+        fn has_acl(&self, p: &Path) -> bool {
+            self.acls.contains(p)
         }
         fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
             let mut out = PathBuf::from("/");

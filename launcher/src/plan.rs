@@ -169,6 +169,9 @@ pub struct Host {
     pub proc: ProcStrategy,
     /// Primary gid of a uid, if it has a passwd entry.
     pub gid_of: fn(u32) -> Option<u32>,
+    /// The caller's supplementary groups (the sandbox keeps them unless the
+    /// launcher switches uid); None when they could not be read.
+    pub groups: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -494,8 +497,44 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     ro_ops.push(Op::Tmpfs(profile.home.clone()));
     ro_ops.extend(under_scratch);
 
+    // --- uid ----------------------------------------------------------------------
+    let (uid, gid, switch_to) = choose_uid(opts, host, fs, &ws)?;
+
     // --- masks --------------------------------------------------------------------
-    let explicit: Vec<&PathBuf> = profile.hide.iter().chain(&opts.hide).collect();
+    // Files hidden only where the sandbox could read them: with the uid switch
+    // the groups are cleared, else the caller's carry over.
+    let groups: Option<&[u32]> = match switch_to {
+        Some(_) => Some(&[]),
+        None => host.groups.as_deref(),
+    };
+    let mut if_readable: Vec<PathBuf> = Vec::new();
+    for p in &profile.hide_if_readable {
+        // What the name leads to. One that cannot be masked (hard links) is
+        // judged by its own mode: if readable, the hides below refuse it.
+        let real = match paths::validate_mask(fs, p) {
+            Ok(Mask::Absent(_)) => continue,
+            Ok(Mask::File(real)) => real,
+            Ok(Mask::Dir(_)) | Err(_) => p.clone(),
+        };
+        match fs.lstat(&real).filter(|m| m.kind == Kind::File) {
+            Some(m) if !paths::maybe_readable(&m, fs.has_acl(&real), uid, gid, groups) => {
+                notes.push(format!(
+                    "hide {}: not masked: uid {uid} (gid {gid}) cannot read it (mode {:o}, owner {}:{})",
+                    p.display(),
+                    m.mode,
+                    m.uid,
+                    m.gid
+                ))
+            }
+            _ => if_readable.push(p.clone()),
+        }
+    }
+    let explicit: Vec<&PathBuf> = profile
+        .hide
+        .iter()
+        .chain(&opts.hide)
+        .chain(&if_readable)
+        .collect();
     let creds: Vec<PathBuf> = all_creds
         .iter()
         .filter(|c| !shown(c, &profile.show))
@@ -557,8 +596,6 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     }
     dedup(&mut deny);
 
-    // --- uid ----------------------------------------------------------------------
-    let (uid, gid, switch_to) = choose_uid(opts, host, fs, &ws)?;
     for w in &writable {
         if fs.lstat(w).map(|m| m.kind) == Some(Kind::Dir) && !fs.writable_by(w, uid, gid) {
             return Err(Error::Uid(format!(

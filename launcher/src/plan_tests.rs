@@ -21,6 +21,7 @@ fn host(euid: u32) -> Host {
         bwrap: "/usr/bin/bwrap".into(),
         proc: ProcStrategy::Fresh,
         gid_of,
+        groups: Some(vec![]),
     }
 }
 
@@ -707,4 +708,58 @@ fn cached_fs_plans_identically() {
             }
         }
     }
+}
+
+/// The shadow backups are masked exactly where the sandbox's uid and groups
+/// could read them; elsewhere a note says the file mode keeps them out.
+#[test]
+fn shadow_backups_masked_only_where_readable() {
+    let run = |mode: u32, acl: bool, euid: u32, groups: Vec<u32>| {
+        let mut fs = FakeFs::host();
+        fs.file("/etc/shadow-", 1);
+        fs.perms("/etc/shadow-", 0, 42, mode);
+        if acl {
+            fs.acls.insert("/etc/shadow-".into());
+        }
+        let mut h = host(euid);
+        h.groups = Some(groups);
+        let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
+        let masked = pos(&p.bwrap_argv, &["/etc/shadow-"]).is_some();
+        let deny = &p.helper_policy.as_ref().unwrap()["filesystem"]["deny"];
+        let denied = deny
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({"path": "/etc/shadow-", "masked": true}));
+        assert_eq!(masked, denied, "argv and policy agree");
+        let noted = p
+            .notes
+            .iter()
+            .any(|n| n.starts_with("hide /etc/shadow-: not masked"));
+        assert_ne!(masked, noted, "{:?}", p.notes);
+        masked
+    };
+    // 0640 root:shadow, as Debian leaves it: uid 1000 outside the group.
+    assert!(!run(0o640, false, 1000, vec![]));
+    // The caller is in group shadow (42), which the sandbox keeps.
+    assert!(run(0o640, false, 1000, vec![42]));
+    // As root the launcher switches uid and clears the groups.
+    assert!(!run(0o640, false, 0, vec![0, 42]));
+    // World-readable, or an ACL that may grant more than the mode.
+    assert!(run(0o644, false, 1000, vec![]));
+    assert!(run(0o640, true, 1000, vec![]));
+    // Groups unknown: assume the worst.
+    let mut fs = FakeFs::host();
+    fs.file("/etc/shadow-", 1);
+    fs.perms("/etc/shadow-", 0, 42, 0o640);
+    let mut h = host(1000);
+    h.groups = None;
+    let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
+    assert!(pos(&p.bwrap_argv, &["/etc/shadow-"]).is_some());
+    // Absent backups are neither masked nor noted.
+    let p = plan(&opts(&["true"]));
+    assert!(
+        !p.notes.iter().any(|n| n.contains("shadow-")),
+        "{:?}",
+        p.notes
+    );
 }

@@ -95,6 +95,10 @@ pub struct Profile {
     pub ro: Vec<PathBuf>,
     pub ro_try: Vec<PathBuf>,
     pub hide: Vec<PathBuf>,
+    /// Hidden only where the sandbox's uid and groups could read them by their
+    /// mode (or an ACL): elsewhere the file mode alone keeps them out, and a
+    /// mask would cost bwrap ≈ 0.2 ms each. Built-in profiles only.
+    pub hide_if_readable: Vec<PathBuf>,
     pub rw: Vec<PathBuf>,
     pub tmpfs: Vec<PathBuf>,
     pub show: Vec<PathBuf>,
@@ -129,6 +133,7 @@ fn base(name: &str) -> Profile {
         ro: paths(&["/usr"]),
         ro_try: paths(SYSTEM_LIBS),
         hide: vec![],
+        hide_if_readable: vec![],
         rw: vec![],
         tmpfs: vec![],
         show: vec![],
@@ -147,13 +152,21 @@ fn base(name: &str) -> Profile {
 
 pub const BUILTIN_NAMES: &[&str] = &["default", "public-bot", "trusted-maintenance"];
 
+/// The password and group-password hashes: always masked where `/etc` is shown.
+const SHADOW: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];
+/// The backups `passwd`, `useradd` and friends leave beside them, with the same
+/// content and usually the same mode (0640 root:shadow): masked when the
+/// sandbox could read them (a launcher in group `shadow` passes it on).
+const SHADOW_BACKUPS: [&str; 2] = ["/etc/shadow-", "/etc/gshadow-"];
+
 /// The built-in profiles (mount tables in docs/profiles.md).
 pub fn builtin(name: &str) -> Option<Profile> {
     match name {
         "default" => {
             let mut p = base(name);
             p.ro.push("/etc".into());
-            p.hide = paths(&["/etc/shadow", "/etc/gshadow"]);
+            p.hide = paths(&SHADOW);
+            p.hide_if_readable = paths(&SHADOW_BACKUPS);
             Some(p)
         }
         "public-bot" => {
@@ -169,7 +182,8 @@ pub fn builtin(name: &str) -> Option<Profile> {
             p.ro_try = vec![];
             p.show = paths(&["/"]);
             p.tmpfs = paths(&["/home"]);
-            p.hide = paths(&["/etc/shadow", "/etc/gshadow"]);
+            p.hide = paths(&SHADOW);
+            p.hide_if_readable = paths(&SHADOW_BACKUPS);
             p.network = Network::Host;
             Some(p)
         }

@@ -150,6 +150,114 @@ fn helper_and_policy_fds_never_reach_the_command_and_masks_are_verified() {
     );
 }
 
+/// The password-hash backups (`/etc/shadow-`, `/etc/gshadow-`) never reach
+/// the command: masked where the sandbox's uid and groups could read them,
+/// else refused by their mode, and the result says which.
+#[test]
+fn shadow_backups_never_readable() {
+    let ws = workspace();
+    for p in ["/etc/shadow-", "/etc/gshadow-"] {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        let script = format!("cat {p} 2>/dev/null | wc -c; cat {p} >/dev/null 2>&1 || echo DENIED");
+        let (v, code) = json_run(ws.path(), &[], &["sh", "-c", &script]);
+        assert_eq!(code, 0, "{v}");
+        let out = stdout_of(&v);
+        let deny = &v["enforcement"]["landlock"]["deny"];
+        let masked = deny
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({"path": p, "enforced_by": "outer_mask"}));
+        let noted = v["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str()
+                .unwrap()
+                .starts_with(&format!("hide {p}: not masked"))
+        });
+        assert!(masked != noted, "{p}: {v}");
+        // Nothing of the file: an empty mask, or EACCES from its mode.
+        if masked {
+            assert_eq!(out, "0\n", "{p}: {v}");
+        } else {
+            assert_eq!(out, "0\nDENIED\n", "{p}: {v}");
+        }
+        // Control: the file has content, which root outside can read.
+        assert!(m.len() > 0, "{p}");
+        if is_root() {
+            assert!(!std::fs::read(p).unwrap().is_empty(), "{p}");
+        }
+    }
+}
+
+/// A caller in the backups' group passes that group on to the sandbox, where
+/// the mode would let the command read the hashes: there they are masked.
+/// Control: the same caller reads them outside. (Root only: it needs setpriv
+/// to give uid 65534 the group.)
+#[test]
+fn shadow_backups_masked_for_a_caller_in_their_group() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        return;
+    }
+    let Ok(m) = std::fs::metadata("/etc/shadow-") else {
+        return;
+    };
+    if m.mode() & 0o040 == 0 || m.mode() & 0o004 != 0 {
+        return; // not the group-readable layout this is about
+    }
+    let group = m.gid().to_string();
+    let ws = workspace(); // owned by 65534
+    let cache = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(cache.path(), Some(65534), Some(65534)).unwrap();
+    let as_caller = |argv: &[&str]| {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                &format!("--groups={group}"),
+                "--",
+            ])
+            .args(argv)
+            .env("CORDON_HELPER", helper())
+            .env("CORDON_HELPER_SHA256", helper_sha())
+            .env("XDG_CACHE_HOME", cache.path())
+            .env_remove("CORDON_BWRAP")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // Control: outside, this caller reads the hashes.
+    let (code, out) = as_caller(&["sh", "-c", "wc -c < /etc/shadow-"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out.trim(), m.len().to_string());
+    // Inside: an empty mask, reported as such.
+    let bin = cordon_bin();
+    let (code, out) = as_caller(&[
+        bin.to_str().unwrap(),
+        "run",
+        "--json",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "wc -c < /etc/shadow-",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stdout_of(&v), "0\n", "{v}");
+    assert!(
+        v["enforcement"]["landlock"]["deny"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({"path": "/etc/shadow-", "enforced_by": "outer_mask"})),
+        "{v}"
+    );
+}
+
 #[test]
 fn secret_dir_and_hidden_file_unreadable() {
     let ws = workspace();
