@@ -509,15 +509,14 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     };
     let mut if_readable: Vec<PathBuf> = Vec::new();
     for p in &profile.hide_if_readable {
-        // What the name leads to. One that cannot be masked (hard links) is
-        // judged by its own mode: if readable, the hides below refuse it.
-        let real = match paths::validate_mask(fs, p) {
-            Ok(Mask::Absent(_)) => continue,
-            Ok(Mask::File(real)) => real,
-            Ok(Mask::Dir(_)) | Err(_) => p.clone(),
-        };
-        match fs.lstat(&real).filter(|m| m.kind == Kind::File) {
-            Some(m) if !paths::maybe_readable(&m, fs.has_acl(&real), uid, gid, groups) => {
+        // Two calls for the usual plain file; anything else (a symlink, a
+        // directory) is hidden like any other path, which resolves it.
+        match fs.lstat(p) {
+            None => {}
+            Some(m)
+                if m.kind == Kind::File
+                    && !paths::maybe_readable(&m, fs.has_acl(p), uid, gid, groups) =>
+            {
                 notes.push(format!(
                     "hide {}: not masked: uid {uid} (gid {gid}) cannot read it (mode {:o}, owner {}:{})",
                     p.display(),
@@ -526,7 +525,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                     m.gid
                 ))
             }
-            _ => if_readable.push(p.clone()),
+            Some(_) => if_readable.push(p.clone()),
         }
     }
     let explicit: Vec<&PathBuf> = profile
