@@ -70,6 +70,67 @@ fn landlock_abi() -> i64 {
     }
 }
 
+/// The supplementary groups a sandbox started by this user keeps: a non-root
+/// caller's stay in force inside (no unprivileged process can drop them), so
+/// whatever they can read under the shown mounts is readable there.
+fn groups_check() -> Check {
+    use nix::unistd::{getegid, geteuid, getgroups};
+    let name = "supplementary groups";
+    if geteuid().is_root() {
+        return Check {
+            name,
+            ok: Some(true),
+            detail: "cleared: as root, cordon runs the sandbox as another uid with no groups"
+                .into(),
+            fix: String::new(),
+        };
+    }
+    let primary = getegid().as_raw();
+    let extra: Vec<u32> = match getgroups() {
+        Ok(g) => g
+            .iter()
+            .map(|g| g.as_raw())
+            .filter(|&g| g != primary)
+            .collect(),
+        Err(e) => {
+            return Check {
+                name,
+                ok: None,
+                detail: format!("cannot be read ({e}); the shadow backups are masked to be safe"),
+                fix: "none needed".into(),
+            }
+        }
+    };
+    if extra.is_empty() {
+        return Check {
+            name,
+            ok: Some(true),
+            detail: "none besides the primary group".into(),
+            fix: String::new(),
+        };
+    }
+    let names = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    let label = |gid: u32| {
+        names
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split(':');
+                let n = f.next()?;
+                (f.nth(1)? == gid.to_string()).then(|| format!("{n} ({gid})"))
+            })
+            .unwrap_or_else(|| gid.to_string())
+    };
+    Check {
+        name,
+        ok: None,
+        detail: format!(
+            "{} stay in force inside the sandbox: files these groups can read are readable by the command (the built-in profiles mask the shadow backups for this)",
+            extra.iter().map(|&g| label(g)).collect::<Vec<_>>().join(", ")
+        ),
+        fix: "run cordon as a user without these groups, or as root (it clears them); --hide what they expose".into(),
+    }
+}
+
 fn status_field(name: &str) -> Option<String> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines()
@@ -110,6 +171,7 @@ pub fn main(args: &[String]) -> i32 {
         detail: format!("user.max_user_namespaces = {}", userns.trim()),
         fix: "sysctl -w user.max_user_namespaces=15000 (and kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu)".into(),
     });
+    checks.push(groups_check());
     let bwrap = probe::find_bwrap(
         env.get("CORDON_BWRAP").map(String::as_str),
         env.get("PATH").map(String::as_str),

@@ -934,8 +934,29 @@ fn doctor_reports_each_layer_with_fixes() {
         "helper",
         "helper probe",
         "/proc strategy",
+        "supplementary groups",
     ] {
         assert!(names.contains(&n), "no {n} check in {v}");
+    }
+    // A caller with an extra group is warned that it reaches the sandbox.
+    if is_root() {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--groups=42", "--"])
+            .arg(cordon_bin())
+            .args(["doctor", "--json"])
+            .env("CORDON_HELPER", helper())
+            .env("CORDON_HELPER_SHA256", helper_sha())
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let g = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "supplementary groups")
+            .unwrap();
+        assert_eq!(g["status"], "warn", "{g}");
+        assert!(g["detail"].as_str().unwrap().contains("42"), "{g}");
     }
     let bad = cmd()
         .env("CORDON_HELPER_SHA256", "0".repeat(64))
