@@ -124,7 +124,7 @@ fn groups_check() -> Check {
         name,
         ok: None,
         detail: format!(
-            "{} stay in force inside the sandbox: files these groups can read are readable by the command (the built-in profiles mask the shadow backups for this)",
+            "{} stay in force inside the sandbox: files these groups can read are readable by the command (the built-in profiles mask the shadow backups and /etc/ssl/private for this)",
             extra.iter().map(|&g| label(g)).collect::<Vec<_>>().join(", ")
         ),
         fix: "run cordon as a user without these groups, or as root (it clears them); --hide what they expose".into(),

@@ -110,22 +110,25 @@ impl Fs for RealFs {
 }
 
 /// Could a process with `uid`, primary group `gid` and supplementary `groups`
-/// (None: not known) and no capabilities read the file `m` describes? Errs
-/// towards yes: an ACL, or a group it may be in, counts as readable.
+/// (None: not known) and no capabilities read what `m` describes: a file's
+/// content, or anything in a directory (read or search permission; a file
+/// inside may be readable by name)? Errs towards yes: an ACL, or a group it
+/// may be in, counts as readable.
 pub fn maybe_readable(m: &Meta, acl: bool, uid: u32, gid: u32, groups: Option<&[u32]>) -> bool {
-    if acl || m.mode & 0o004 != 0 {
+    let bits = if m.kind == Kind::Dir { 0o5 } else { 0o4 };
+    if acl || m.mode & bits != 0 {
         return true;
     }
     if m.uid == uid {
         // The owner class applies alone, even when it grants less.
-        return m.mode & 0o400 != 0;
+        return m.mode & (bits << 6) != 0;
     }
     let in_group = m.gid == gid
         || match groups {
             None => true,
             Some(g) => g.contains(&m.gid),
         };
-    in_group && m.mode & 0o040 != 0
+    in_group && m.mode & (bits << 3) != 0
 }
 
 /// Memoizes another [`Fs`] while one plan is built: the planner asks about the

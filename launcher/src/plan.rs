@@ -509,12 +509,12 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     };
     let mut if_readable: Vec<PathBuf> = Vec::new();
     for p in &profile.hide_if_readable {
-        // Two calls for the usual plain file; anything else (a symlink, a
-        // directory) is hidden like any other path, which resolves it.
+        // Two calls for a plain file or directory; anything else (a symlink)
+        // is hidden like any other path, which resolves it.
         match fs.lstat(p) {
             None => {}
             Some(m)
-                if m.kind == Kind::File
+                if matches!(m.kind, Kind::File | Kind::Dir)
                     && !paths::maybe_readable(&m, fs.has_acl(p), uid, gid, groups) =>
             {
                 notes.push(format!(

@@ -755,6 +755,20 @@ fn shadow_backups_masked_only_where_readable() {
     h.groups = None;
     let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
     assert!(pos(&p.bwrap_argv, &["/etc/shadow-"]).is_some());
+    // A directory counts as readable when its class may read or search it:
+    // the TLS key directory (0710 root:ssl-cert) only for a caller in the group.
+    let tls = |groups: Vec<u32>| {
+        let mut fs = FakeFs::host();
+        fs.dir("/etc/ssl");
+        fs.dir("/etc/ssl/private");
+        fs.perms("/etc/ssl/private", 0, 103, 0o710);
+        let mut h = host(1000);
+        h.groups = Some(groups);
+        let p = build(&builtin("default").unwrap(), &opts(&["true"]), &h, &fs).unwrap();
+        pos(&p.bwrap_argv, &["--tmpfs", "/etc/ssl/private"]).is_some()
+    };
+    assert!(!tls(vec![]));
+    assert!(tls(vec![103]));
     // Absent backups are neither masked nor noted.
     let p = plan(&opts(&["true"]));
     assert!(

@@ -154,10 +154,12 @@ pub const BUILTIN_NAMES: &[&str] = &["default", "public-bot", "trusted-maintenan
 
 /// The password and group-password hashes: always masked where `/etc` is shown.
 const SHADOW: [&str; 2] = ["/etc/shadow", "/etc/gshadow"];
-/// The backups `passwd`, `useradd` and friends leave beside them, with the same
-/// content and usually the same mode (0640 root:shadow): masked when the
-/// sandbox could read them (a launcher in group `shadow` passes it on).
-const SHADOW_BACKUPS: [&str; 2] = ["/etc/shadow-", "/etc/gshadow-"];
+/// Secrets kept from most users by their mode and group, masked when the
+/// sandbox could read them (a caller in their group passes it on): the
+/// backups `passwd`, `useradd` and friends leave beside the hashes (same
+/// content, usually 0640 root:shadow), and TLS private keys (Debian's
+/// 0710 root:ssl-cert directory).
+const GROUP_SECRETS: [&str; 3] = ["/etc/shadow-", "/etc/gshadow-", "/etc/ssl/private"];
 
 /// The built-in profiles (mount tables in docs/profiles.md).
 pub fn builtin(name: &str) -> Option<Profile> {
@@ -166,7 +168,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
             let mut p = base(name);
             p.ro.push("/etc".into());
             p.hide = paths(&SHADOW);
-            p.hide_if_readable = paths(&SHADOW_BACKUPS);
+            p.hide_if_readable = paths(&GROUP_SECRETS);
             Some(p)
         }
         "public-bot" => {
@@ -183,7 +185,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
             p.show = paths(&["/"]);
             p.tmpfs = paths(&["/home"]);
             p.hide = paths(&SHADOW);
-            p.hide_if_readable = paths(&SHADOW_BACKUPS);
+            p.hide_if_readable = paths(&GROUP_SECRETS);
             p.network = Network::Host;
             Some(p)
         }

@@ -189,6 +189,79 @@ fn shadow_backups_never_readable() {
     }
 }
 
+/// The same for TLS private keys: a caller in the key directory's group
+/// (Debian's 0710 root:ssl-cert) reads a key by name outside; inside, the
+/// directory is an empty mask. Root only (setpriv).
+#[test]
+fn tls_keys_masked_for_a_caller_in_their_group() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::path::Path::new("/etc/ssl/private");
+    if !is_root() {
+        return;
+    }
+    let Ok(m) = std::fs::metadata(dir) else {
+        return;
+    };
+    if m.mode() & 0o050 == 0 || m.mode() & 0o005 != 0 {
+        return; // not the group-only layout this is about
+    }
+    // A key the group may read, by name (the directory is not listable).
+    let Some(key) = std::fs::read_dir(dir).unwrap().flatten().find_map(|e| {
+        let md = e.metadata().ok()?;
+        (md.is_file() && md.gid() == m.gid() && md.mode() & 0o040 != 0).then(|| e.path())
+    }) else {
+        return;
+    };
+    let ws = workspace(); // owned by 65534
+    let cache = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(cache.path(), Some(65534), Some(65534)).unwrap();
+    let script = format!("wc -c < {} 2>/dev/null || echo NONE", key.display());
+    let as_caller = |argv: &[&str]| {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                &format!("--groups={}", m.gid()),
+                "--",
+            ])
+            .args(argv)
+            .env("CORDON_HELPER", helper())
+            .env("CORDON_HELPER_SHA256", helper_sha())
+            .env("XDG_CACHE_HOME", cache.path())
+            .env_remove("CORDON_BWRAP")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Control: outside, this caller reads the key.
+    let size = std::fs::metadata(&key).unwrap().len().to_string();
+    assert_eq!(as_caller(&["sh", "-c", &script]).trim(), size);
+    // Inside: nothing there, and the report says it is masked.
+    let bin = cordon_bin();
+    let out = as_caller(&[
+        bin.to_str().unwrap(),
+        "run",
+        "--json",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stdout_of(&v), "NONE\n", "{v}");
+    assert!(
+        v["enforcement"]["landlock"]["deny"]
+            .as_array()
+            .unwrap()
+            .contains(
+                &serde_json::json!({"path": "/etc/ssl/private", "enforced_by": "outer_mask"})
+            ),
+        "{v}"
+    );
+}
+
 /// A caller in the backups' group passes that group on to the sandbox, where
 /// the mode would let the command read the hashes: there they are masked.
 /// Control: the same caller reads them outside. (Root only: it needs setpriv
