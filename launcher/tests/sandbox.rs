@@ -164,11 +164,7 @@ fn shadow_backups_never_readable() {
         let (v, code) = json_run(ws.path(), &[], &["sh", "-c", &script]);
         assert_eq!(code, 0, "{v}");
         let out = stdout_of(&v);
-        let deny = &v["enforcement"]["landlock"]["deny"];
-        let masked = deny
-            .as_array()
-            .unwrap()
-            .contains(&serde_json::json!({"path": p, "enforced_by": "outer_mask"}));
+        let masked = masked(&v, p);
         let noted = v["notes"].as_array().unwrap().iter().any(|n| {
             n.as_str()
                 .unwrap()
@@ -187,6 +183,73 @@ fn shadow_backups_never_readable() {
             assert!(!std::fs::read(p).unwrap().is_empty(), "{p}");
         }
     }
+}
+
+/// Runs commands as uid 65534 with one supplementary group, as a non-root
+/// caller in that group would (root only: setpriv gives the group).
+struct GroupCaller {
+    gid: u32,
+    ws: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+impl GroupCaller {
+    fn new(gid: u32) -> Self {
+        let cache = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(cache.path(), Some(65534), Some(65534)).unwrap();
+        GroupCaller {
+            gid,
+            ws: workspace(), // owned by 65534
+            cache,
+        }
+    }
+
+    fn run(&self, argv: &[&str]) -> (Option<i32>, String) {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                &format!("--groups={}", self.gid),
+                "--",
+            ])
+            .args(argv)
+            .env("CORDON_HELPER", helper())
+            .env("CORDON_HELPER_SHA256", helper_sha())
+            .env("XDG_CACHE_HOME", self.cache.path())
+            .env_remove("CORDON_BWRAP")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    /// `sh -c script` in cordon's default sandbox: the JSON result.
+    fn sandboxed(&self, script: &str) -> Value {
+        let bin = cordon_bin();
+        let ws = self.ws.path().to_str().unwrap();
+        let (code, out) = self.run(&[
+            bin.to_str().unwrap(),
+            "run",
+            "--json",
+            "--workspace",
+            ws,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert_eq!(code, Some(0), "{out}");
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+fn masked(v: &Value, path: &str) -> bool {
+    v["enforcement"]["landlock"]["deny"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!({"path": path, "enforced_by": "outer_mask"}))
 }
 
 /// The same for TLS private keys: a caller in the key directory's group
@@ -212,54 +275,15 @@ fn tls_keys_masked_for_a_caller_in_their_group() {
     }) else {
         return;
     };
-    let ws = workspace(); // owned by 65534
-    let cache = tempfile::tempdir().unwrap();
-    std::os::unix::fs::chown(cache.path(), Some(65534), Some(65534)).unwrap();
+    let caller = GroupCaller::new(m.gid());
     let script = format!("wc -c < {} 2>/dev/null || echo NONE", key.display());
-    let as_caller = |argv: &[&str]| {
-        let out = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                &format!("--groups={}", m.gid()),
-                "--",
-            ])
-            .args(argv)
-            .env("CORDON_HELPER", helper())
-            .env("CORDON_HELPER_SHA256", helper_sha())
-            .env("XDG_CACHE_HOME", cache.path())
-            .env_remove("CORDON_BWRAP")
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     // Control: outside, this caller reads the key.
     let size = std::fs::metadata(&key).unwrap().len().to_string();
-    assert_eq!(as_caller(&["sh", "-c", &script]).trim(), size);
+    assert_eq!(caller.run(&["sh", "-c", &script]).1.trim(), size);
     // Inside: nothing there, and the report says it is masked.
-    let bin = cordon_bin();
-    let out = as_caller(&[
-        bin.to_str().unwrap(),
-        "run",
-        "--json",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = caller.sandboxed(&script);
     assert_eq!(stdout_of(&v), "NONE\n", "{v}");
-    assert!(
-        v["enforcement"]["landlock"]["deny"]
-            .as_array()
-            .unwrap()
-            .contains(
-                &serde_json::json!({"path": "/etc/ssl/private", "enforced_by": "outer_mask"})
-            ),
-        "{v}"
-    );
+    assert!(masked(&v, "/etc/ssl/private"), "{v}");
 }
 
 /// A caller in the backups' group passes that group on to the sandbox, where
@@ -278,57 +302,15 @@ fn shadow_backups_masked_for_a_caller_in_their_group() {
     if m.mode() & 0o040 == 0 || m.mode() & 0o004 != 0 {
         return; // not the group-readable layout this is about
     }
-    let group = m.gid().to_string();
-    let ws = workspace(); // owned by 65534
-    let cache = tempfile::tempdir().unwrap();
-    std::os::unix::fs::chown(cache.path(), Some(65534), Some(65534)).unwrap();
-    let as_caller = |argv: &[&str]| {
-        let out = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                &format!("--groups={group}"),
-                "--",
-            ])
-            .args(argv)
-            .env("CORDON_HELPER", helper())
-            .env("CORDON_HELPER_SHA256", helper_sha())
-            .env("XDG_CACHE_HOME", cache.path())
-            .env_remove("CORDON_BWRAP")
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
+    let caller = GroupCaller::new(m.gid());
     // Control: outside, this caller reads the hashes.
-    let (code, out) = as_caller(&["sh", "-c", "wc -c < /etc/shadow-"]);
+    let (code, out) = caller.run(&["sh", "-c", "wc -c < /etc/shadow-"]);
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(out.trim(), m.len().to_string());
     // Inside: an empty mask, reported as such.
-    let bin = cordon_bin();
-    let (code, out) = as_caller(&[
-        bin.to_str().unwrap(),
-        "run",
-        "--json",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "wc -c < /etc/shadow-",
-    ]);
-    assert_eq!(code, Some(0), "{out}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = caller.sandboxed("wc -c < /etc/shadow-");
     assert_eq!(stdout_of(&v), "0\n", "{v}");
-    assert!(
-        v["enforcement"]["landlock"]["deny"]
-            .as_array()
-            .unwrap()
-            .contains(&serde_json::json!({"path": "/etc/shadow-", "enforced_by": "outer_mask"})),
-        "{v}"
-    );
+    assert!(masked(&v, "/etc/shadow-"), "{v}");
 }
 
 #[test]
@@ -1013,15 +995,9 @@ fn doctor_reports_each_layer_with_fixes() {
     }
     // A caller with an extra group is warned that it reaches the sandbox.
     if is_root() {
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--groups=42", "--"])
-            .arg(cordon_bin())
-            .args(["doctor", "--json"])
-            .env("CORDON_HELPER", helper())
-            .env("CORDON_HELPER_SHA256", helper_sha())
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let bin = cordon_bin();
+        let (_, out) = GroupCaller::new(42).run(&[bin.to_str().unwrap(), "doctor", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap();
         let g = v["checks"]
             .as_array()
             .unwrap()
