@@ -164,15 +164,15 @@ fn shadow_backups_never_readable() {
         let (v, code) = json_run(ws.path(), &[], &["sh", "-c", &script]);
         assert_eq!(code, 0, "{v}");
         let out = stdout_of(&v);
-        let masked = masked(&v, p);
+        let is_masked = masked(&v, p);
         let noted = v["notes"].as_array().unwrap().iter().any(|n| {
             n.as_str()
                 .unwrap()
                 .starts_with(&format!("hide {p}: not masked"))
         });
-        assert!(masked != noted, "{p}: {v}");
+        assert!(is_masked != noted, "{p}: {v}");
         // Nothing of the file: an empty mask, or EACCES from its mode.
-        if masked {
+        if is_masked {
             assert_eq!(out, "0\n", "{p}: {v}");
         } else {
             assert_eq!(out, "0\nDENIED\n", "{p}: {v}");
