@@ -968,6 +968,16 @@ fn closed_stdout_is_not_a_panic() {
     }
 }
 
+/// One check of `cordon doctor --json` output, by name.
+fn doctor_check<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {v}"))
+}
+
 /// `cordon doctor --json` on this host: every check passes, including the
 /// helper's own probe run through the verified helper; a tampered hash fails
 /// the helper check with a fix.
@@ -998,12 +1008,7 @@ fn doctor_reports_each_layer_with_fixes() {
         let bin = cordon_bin();
         let (_, out) = GroupCaller::new(42).run(&[bin.to_str().unwrap(), "doctor", "--json"]);
         let v: Value = serde_json::from_str(&out).unwrap();
-        let g = v["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "supplementary groups")
-            .unwrap();
+        let g = doctor_check(&v, "supplementary groups");
         assert_eq!(g["status"], "warn", "{g}");
         assert!(g["detail"].as_str().unwrap().contains("42"), "{g}");
     }
@@ -1014,12 +1019,7 @@ fn doctor_reports_each_layer_with_fixes() {
         .unwrap();
     let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
     assert_eq!(v["ok"], Value::Bool(false), "{v}");
-    let helper = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "helper")
-        .unwrap();
+    let helper = doctor_check(&v, "helper");
     assert_eq!(helper["status"], "fail", "{helper}");
     assert!(!helper["fix"].as_str().unwrap().is_empty());
 }
