@@ -20,4 +20,5 @@ pub mod policy_source;
 pub mod report;
 pub mod rlimits;
 pub mod seccomp;
+pub mod startup;
 pub mod sys;

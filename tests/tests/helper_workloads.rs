@@ -160,3 +160,52 @@ fn workload_cannot_touch_outside_secret() {
     let c = run_in_sandbox(&fx, &["/bin/cat", "copy.txt"]);
     assert_ok(&c, &format!("{}\n", fx.secret_marker));
 }
+
+/// Run `cmd` (through the helper with the workload policy when `policy` is
+/// given) with fds 0 and 2 closed; what it prints on stdout.
+fn with_stdin_stderr_closed(policy: Option<&Path>, cmd: &[&str]) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut c = match policy {
+        Some(p) => {
+            let mut c = std::process::Command::new(helper_bin());
+            c.arg("--policy-file").arg(p).arg("--").args(cmd);
+            c
+        }
+        None => {
+            let mut c = std::process::Command::new(cmd[0]);
+            c.args(&cmd[1..]);
+            c
+        }
+    };
+    c.env_clear().env("PATH", "/usr/bin:/bin");
+    // SAFETY: close(2) is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        c.pre_exec(|| {
+            libc::close(0);
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn closed_standard_fds_reach_the_command_as_dev_null() {
+    // The helper plugs a closed fd 0-2 with /dev/null before opening anything
+    // (helper/src/startup.rs), so no file of its own lands on a standard
+    // stream and the command starts with all three valid.
+    let fx = Fixture::new();
+    let p = workload_policy(&fx);
+    let script = "readlink /proc/self/fd/0; readlink /proc/self/fd/2";
+    let (code, out) = with_stdin_stderr_closed(Some(&p), &["/bin/sh", "-c", script]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, "/dev/null\n/dev/null\n");
+    // Control: started directly, the same command sees them closed.
+    let (code, out) = with_stdin_stderr_closed(None, &["/bin/sh", "-c", script]);
+    assert_ne!(code, Some(0), "{out}");
+    assert_eq!(out, "");
+}
