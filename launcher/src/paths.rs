@@ -138,6 +138,7 @@ pub fn maybe_readable(m: &Meta, acl: bool, uid: u32, gid: u32, groups: Option<&[
 pub struct CachedFs<'a> {
     inner: &'a dyn Fs,
     lstat: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, Option<Meta>>>,
+    links: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, PathBuf>>,
     #[allow(clippy::type_complexity)]
     canon: std::cell::RefCell<
         std::collections::HashMap<
@@ -152,8 +153,68 @@ impl<'a> CachedFs<'a> {
         CachedFs {
             inner,
             lstat: Default::default(),
+            links: Default::default(),
             canon: Default::default(),
         }
+    }
+
+    /// `p` resolved by walking its components through the cached `lstat` and
+    /// `read_link`, as the kernel resolves a path: most components are
+    /// already in the cache (the planner `lstat`s the same roots), so this
+    /// costs a few `lstat`s where [`real_path`] costs an open, a readlink in
+    /// /proc and a close per path, and in /proc a dentry per fd that
+    /// lingers until the launcher exits. None for anything but a plain success
+    /// (a missing or unreadable component, a non-directory before the end,
+    /// more than 40 links, a link in /proc, whose "magic" links are not
+    /// paths): the kernel's answer, through `inner`, is then the one used, so
+    /// every error is the kernel's.
+    fn walk(&self, p: &Path) -> Option<PathBuf> {
+        let bytes = p.as_os_str().as_encoded_bytes();
+        // A trailing slash asks for a directory, which `components` forgets.
+        if !p.is_absolute() || (bytes.len() > 1 && bytes.ends_with(b"/")) {
+            return None;
+        }
+        let mut out = PathBuf::from("/");
+        // Components still to resolve, the next one last.
+        let mut todo: Vec<std::ffi::OsString> = Vec::new();
+        let push = |todo: &mut Vec<std::ffi::OsString>, q: &Path| {
+            let at = todo.len();
+            for c in q.components() {
+                match c {
+                    Component::Normal(n) => todo.insert(at, n.to_owned()),
+                    Component::ParentDir => todo.insert(at, "..".into()),
+                    Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+                }
+            }
+        };
+        push(&mut todo, p);
+        let mut links = 0;
+        while let Some(c) = todo.pop() {
+            if c == ".." {
+                // `out` has no symlink left in it: its parent is the physical one.
+                out.pop();
+                continue;
+            }
+            let next = out.join(&c);
+            match self.lstat(&next)?.kind {
+                Kind::Dir => out = next,
+                Kind::Symlink => {
+                    links += 1;
+                    if links > 40 || next.starts_with("/proc") {
+                        return None;
+                    }
+                    let target = self.read_link(&next).ok()?;
+                    if target.is_absolute() {
+                        out = PathBuf::from("/");
+                    }
+                    push(&mut todo, &target);
+                }
+                // Not a directory: only the last component may be one.
+                Kind::File | Kind::Other if todo.is_empty() => out = next,
+                Kind::File | Kind::Other => return None,
+            }
+        }
+        Some(out)
     }
 }
 
@@ -171,10 +232,13 @@ impl Fs for CachedFs<'_> {
         let r = match hit {
             Some(r) => r,
             None => {
-                let r = self
-                    .inner
-                    .canonicalize(p)
-                    .map_err(|e| (e.raw_os_error(), e.kind()));
+                let r = match self.walk(p) {
+                    Some(r) => Ok(r),
+                    None => self
+                        .inner
+                        .canonicalize(p)
+                        .map_err(|e| (e.raw_os_error(), e.kind())),
+                };
                 self.canon
                     .borrow_mut()
                     .insert(p.as_os_str().to_owned(), r.clone());
@@ -187,7 +251,14 @@ impl Fs for CachedFs<'_> {
         })
     }
     fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
-        self.inner.read_link(p)
+        if let Some(t) = self.links.borrow().get(p.as_os_str()) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.read_link(p)?;
+        self.links
+            .borrow_mut()
+            .insert(p.as_os_str().to_owned(), t.clone());
+        Ok(t)
     }
     fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
         self.inner.read_dir(p)
@@ -591,6 +662,69 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         std::os::unix::fs::symlink("missing", base.join("dangling")).unwrap();
         assert!(real_path(&base.join("dangling")).is_err());
+    }
+
+    #[test]
+    fn cached_walk_resolves_as_the_kernel_does() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(base.join("a/b/c")).unwrap();
+        std::fs::write(base.join("a/b/f"), "").unwrap();
+        let link = |t: &str, l: &str| std::os::unix::fs::symlink(t, base.join(l)).unwrap();
+        link("a/b", "rel");
+        link(base.join("rel").to_str().unwrap(), "abs");
+        link("../../b/c", "a/b/c/up");
+        link("../../..", "a/b/c/top");
+        link("f", "a/b/tofile");
+        link("missing", "dangling");
+        link("loop2", "loop1");
+        link("loop1", "loop2");
+        let clean = [
+            "a",
+            "a/b/c",
+            "a/b/f",
+            "rel",
+            "abs",
+            "abs/c",
+            "rel/c/up",
+            "rel/c/up/up",
+            "a/b/c/top",
+            "a/b/c/top/a/b",
+            "a/b/tofile",
+            "abs/../b/f",
+        ];
+        let odd = [
+            "missing",
+            "dangling",
+            "loop1",
+            "a/b/f/x",
+            "a/b/tofile/x",
+            "rel/",
+            "a/b/f/",
+            "abs/../rel",
+        ];
+        for (cases, walks) in [(&clean[..], true), (&odd[..], false)] {
+            for c in cases {
+                let p = PathBuf::from(format!("{}/{c}", base.display()));
+                let fs = CachedFs::new(&RealFs);
+                // The clean cases must take the walk, or this test proves nothing.
+                assert_eq!(fs.walk(&p).is_some(), walks, "{c}");
+                let got = fs.canonicalize(&p);
+                let want = std::fs::canonicalize(&p);
+                assert_eq!(got.as_ref().ok(), want.as_ref().ok(), "{c}");
+                assert_eq!(
+                    got.err().map(|e| e.raw_os_error()),
+                    want.err().map(|e| e.raw_os_error()),
+                    "{c}"
+                );
+            }
+        }
+        // /proc links are the kernel's to resolve.
+        assert!(CachedFs::new(&RealFs)
+            .walk(Path::new("/proc/self/exe"))
+            .is_none());
+        // Relative paths are not walked.
+        assert!(CachedFs::new(&RealFs).walk(Path::new("a")).is_none());
     }
 
     #[test]
