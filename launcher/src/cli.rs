@@ -167,7 +167,7 @@ fn gid_of(uid: u32) -> Option<u32> {
 /// The launcher is a static musl binary: user lookups read /etc/passwd only
 /// (no NSS). An account known only to LDAP/sssd therefore needs HOME; with
 /// neither, refuse rather than leave its credential dirs unhidden.
-fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
+fn homes(env: &BTreeMap<String, String>, euid: u32, fs: &dyn paths::Fs) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = Vec::new();
     let home = env.get("HOME").filter(|h| h.starts_with('/'));
     if let Some(h) = home {
@@ -183,9 +183,9 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
         _ => {}
     }
     v.push("/root".into());
-    if let Ok(rd) = std::fs::read_dir("/home") {
-        for e in rd.flatten() {
-            v.push(e.path());
+    if let Ok(names) = sys::dir_names(Path::new("/home")) {
+        for n in names {
+            v.push(Path::new("/home").join(n));
         }
     }
     let mut out: Vec<PathBuf> = Vec::new();
@@ -194,7 +194,7 @@ fn homes(env: &BTreeMap<String, String>, euid: u32) -> Result<Vec<PathBuf>> {
             continue; // listed already, or the real path of one listed
         }
         // Hide under the real path too (a symlinked $HOME).
-        let real = crate::paths::real_path(&h).unwrap_or(h.clone());
+        let real = fs.canonicalize(&h).unwrap_or(h.clone());
         for p in [h, real] {
             if !out.contains(&p) {
                 out.push(p);
@@ -397,7 +397,7 @@ pub fn prepare(
         }
         None => None,
     };
-    host.homes = homes(&env, euid)?;
+    host.homes = homes(&env, euid, &fs)?;
     let mut plan = plan::build(profile, &opts, &host, &fs)?;
     let mut probe_cached = None;
     if probe_it && plan.layers != Layers::Inner {
@@ -793,14 +793,16 @@ mod tests {
         // No passwd entry for this uid on any sane host.
         let unknown = 3_999_999_u32;
         let mut env = BTreeMap::new();
-        let e = homes(&env, unknown).unwrap_err().to_string();
+        let e = homes(&env, unknown, &paths::RealFs)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("HOME is not set"), "{e}");
         env.insert("HOME".to_string(), "/nonexistent/alice".to_string());
-        assert!(homes(&env, unknown)
+        assert!(homes(&env, unknown, &paths::RealFs)
             .unwrap()
             .contains(&PathBuf::from("/nonexistent/alice")));
         // Root is in /etc/passwd: no HOME needed.
-        assert!(homes(&BTreeMap::new(), 0)
+        assert!(homes(&BTreeMap::new(), 0, &paths::RealFs)
             .unwrap()
             .contains(&PathBuf::from("/root")));
     }

@@ -76,10 +76,10 @@ impl Fs for RealFs {
         std::fs::read_link(p)
     }
     fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
-        let mut v = Vec::new();
-        for e in std::fs::read_dir(p)? {
-            v.push(e?.file_name().to_string_lossy().into_owned());
-        }
+        let mut v: Vec<String> = crate::sys::dir_names(p)?
+            .into_iter()
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
         v.sort();
         Ok(v)
     }

@@ -129,6 +129,54 @@ pub fn open(p: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// The whole content of a (small, usually /proc) file: raw open, reads until EOF.
+/// The entry names of directory `p` ("." and ".." left out), unsorted.
+/// getdents64 into a buffer of ours: musl's `opendir` mallocs its buffer
+/// outside Rust's allocator and unmaps it on close, and an unmap after bwrap
+/// has been started (which shared our memory until its exec) costs a TLB
+/// shootdown on the other CPU.
+pub fn dir_names(p: &std::path::Path) -> io::Result<Vec<std::ffi::OsString>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let d = open(p, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    // u64 elements: linux_dirent64 records are 8-byte aligned.
+    let mut buf = [0u64; 512];
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: buf is writable for its whole size in bytes; d is an open directory.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                d.as_raw_fd(),
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(&buf),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(names);
+        }
+        // SAFETY: the first n bytes of buf were written by the kernel; u64 to u8 is a valid view.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
+        let mut off = 0;
+        // Each record: d_ino u64, d_off i64, d_reclen u16, d_type u8, then the
+        // NUL-terminated name, padded to d_reclen.
+        while off + 19 <= bytes.len() {
+            let reclen = u16::from_ne_bytes([bytes[off + 16], bytes[off + 17]]) as usize;
+            if reclen < 19 || off + reclen > bytes.len() {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            let name = &bytes[off + 19..off + reclen];
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            if name != b"." && name != b".." {
+                names.push(std::ffi::OsStr::from_bytes(name).to_owned());
+            }
+            off += reclen;
+        }
+    }
+}
+
 pub fn read_all(p: &std::path::Path) -> io::Result<Vec<u8>> {
     read_fd(
         &mut std::fs::File::from(open(p, libc::O_RDONLY)?),
@@ -269,5 +317,33 @@ mod read_tests {
         assert!(read_private(&l, 1 << 20).is_none(), "through a symlink");
         std::fs::write(&p, b"").unwrap();
         assert_eq!(read_private(&p, 10).unwrap(), b"");
+    }
+
+    #[test]
+    fn dir_names_lists_what_read_dir_lists() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        // Enough long names to take several getdents64 calls, and a name
+        // that is not UTF-8.
+        for i in 0..300 {
+            std::fs::write(d.path().join(format!("{i:0>60}")), "").unwrap();
+        }
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"x\xff");
+        std::fs::write(d.path().join(odd), "").unwrap();
+        let mut got = dir_names(d.path()).unwrap();
+        got.sort();
+        let mut want: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        want.sort();
+        assert_eq!(got.len(), 302);
+        assert_eq!(got, want);
+        assert!(dir_names(&d.path().join("sub")).unwrap().is_empty());
+        let e = dir_names(&d.path().join(odd)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
+        let e = dir_names(&d.path().join("missing")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
     }
 }
