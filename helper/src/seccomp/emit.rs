@@ -247,6 +247,91 @@ impl Tree<'_> {
     }
 }
 
+/// The tree with its `ret` leaves shared: each comparison jumps straight to
+/// one `ret` per action at the end of the program instead of to a `ret` of
+/// its own. About half the instructions of [`Tree`] for the same decisions
+/// (the default profile: 189 → 116), and the kernel's work at attach (checking,
+/// translating and JIT-compiling the program) grows with its length. Only
+/// when every jump fits in BPF's 8-bit offsets: the whole tree, argument
+/// blocks included, within 256 instructions.
+struct Shared<'a> {
+    runs: &'a [(u32, Leaf)],
+    blocks: &'a [Vec<sock_filter>],
+    /// The shared `ret`s, in order, and where the first one lands.
+    rets: Vec<Action>,
+    tail: usize,
+}
+
+impl Shared<'_> {
+    fn size(&self, lo: usize, hi: usize) -> usize {
+        if hi - lo == 1 {
+            return match self.runs[lo].1 {
+                Leaf::Ret(_) => 0,
+                Leaf::Block(_) => self.blocks[lo].len(),
+            };
+        }
+        let m = lo + (hi - lo) / 2;
+        1 + self.size(lo, m) + self.size(m, hi)
+    }
+
+    /// Where control goes for the subtree `lo..hi` emitted at `at`.
+    fn target(&self, lo: usize, hi: usize, at: usize) -> usize {
+        match self.runs[lo].1 {
+            Leaf::Ret(a) if hi - lo == 1 => {
+                self.tail + self.rets.iter().position(|r| *r == a).unwrap_or(0)
+            }
+            _ => at,
+        }
+    }
+
+    fn emit(&self, lo: usize, hi: usize, out: &mut Vec<sock_filter>) {
+        if hi - lo == 1 {
+            if let Leaf::Block(_) = self.runs[lo].1 {
+                out.extend_from_slice(&self.blocks[lo]);
+            }
+            return;
+        }
+        let m = lo + (hi - lo) / 2;
+        let pc = out.len();
+        let left = self.target(lo, m, pc + 1);
+        let right = self.target(m, hi, pc + 1 + self.size(lo, m));
+        // Both within 255 ahead: checked by `shared` before emitting.
+        let off = |t: usize| (t - pc - 1) as u8;
+        out.push(ins(JGE_K, off(right), off(left), self.runs[m].0));
+        self.emit(lo, m, out);
+        self.emit(m, hi, out);
+    }
+}
+
+/// [`Shared`]'s program, or None when its jumps would not fit.
+fn shared(runs: &[(u32, Leaf)], blocks: &[Vec<sock_filter>]) -> Option<Vec<sock_filter>> {
+    let mut rets: Vec<Action> = Vec::new();
+    for (_, l) in runs {
+        if let Leaf::Ret(a) = l {
+            if !rets.contains(a) {
+                rets.push(*a);
+            }
+        }
+    }
+    let mut prog = preamble();
+    let mut t = Shared {
+        runs,
+        blocks,
+        rets,
+        tail: 0,
+    };
+    let tree = t.size(0, runs.len());
+    if tree + t.rets.len() > 256 {
+        return None;
+    }
+    t.tail = prog.len() + tree;
+    prog.reserve_exact(tree + t.rets.len());
+    t.emit(0, runs.len(), &mut prog);
+    debug_assert_eq!(prog.len(), t.tail);
+    prog.extend(t.rets.iter().map(|a| ret(*a)));
+    Some(prog)
+}
+
 /// The program installed by the helper.
 pub fn build(spec: &Spec) -> Result<Vec<sock_filter>, String> {
     let runs = runs(spec);
@@ -264,6 +349,9 @@ pub fn build(spec: &Spec) -> Result<Vec<sock_filter>, String> {
                 blocks.push(b);
             }
         }
+    }
+    if let Some(prog) = shared(&runs, &blocks) {
+        return Ok(prog);
     }
     let tree = Tree {
         runs: &runs,

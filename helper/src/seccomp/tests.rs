@@ -137,6 +137,8 @@ fn default_profile_matches_model() {
         "default program has {} instructions",
         prog.len()
     );
+    // The shared-`ret` layout (emit::Shared): one comparison per run boundary.
+    assert!(prog.len() <= 120, "{} instructions", prog.len());
     assert!(emit::worst_case_path(&prog) < 30);
 }
 
@@ -296,6 +298,47 @@ fn long_programs_use_unconditional_hops() {
     let prog = emit::build(&spec).unwrap();
     assert!(prog.len() > 512);
     check_spec(&spec);
+}
+
+#[test]
+fn shared_rets_up_to_the_jump_limit_then_the_plain_tree() {
+    // Alternating actions on 0..n: n+1 runs, so the shared layout needs n
+    // comparisons and 3 rets. At 256 it is the last size every jump reaches.
+    let spec = |n: u32| {
+        let mut entries = BTreeMap::new();
+        for nr in 0..n {
+            let base = if nr % 2 == 0 {
+                Action::Allow
+            } else {
+                Action::Errno(1)
+            };
+            entries.insert(
+                nr,
+                Entry {
+                    base,
+                    rules: vec![],
+                },
+            );
+        }
+        Spec {
+            default: Action::KillProcess,
+            entries,
+        }
+    };
+    let pre = if cfg!(target_arch = "x86_64") { 6 } else { 4 };
+    // n = 1: no Errno run, two rets.
+    assert_eq!(emit::build(&spec(1)).unwrap().len(), pre + 1 + 2);
+    check_spec(&spec(1));
+    for n in [2, 3, 252, 253] {
+        let prog = emit::build(&spec(n)).unwrap();
+        assert_eq!(prog.len(), pre + n as usize + 3, "n {n}: shared layout");
+        check_spec(&spec(n));
+    }
+    for n in [254, 255] {
+        let prog = emit::build(&spec(n)).unwrap();
+        assert!(prog.len() > pre + 2 * n as usize, "n {n}: plain tree");
+        check_spec(&spec(n));
+    }
 }
 
 /// The generated `prebuilt.rs` for the program `compile` emits for a policy
