@@ -76,12 +76,16 @@ tp = {}
 for l in lines("throughput.txt"):
     p = l.split()
     if len(p) == 3:
-        tp[(p[0], p[1])] = float(p[2])
+        tp.setdefault((p[0], p[1]), []).append(float(p[2]))
 if tp:
-    md += ["### Throughput (runs/s)", "", "| concurrency | cordon | bwrap | cordon / bwrap |", "|---|---|---|---|"]
+    md += ["### Throughput (runs/s, mean of alternating batches)", "",
+           "| concurrency | batches | cordon | bwrap | cordon / bwrap | per batch pair |", "|---|---|---|---|---|---|"]
     for c in ("1", "2", "8"):
-        if ("cordon", c) in tp and ("bwrap", c) in tp:
-            md.append(f"| {c} | {tp[('cordon', c)]:.1f} | {tp[('bwrap', c)]:.1f} | {tp[('cordon', c)] / tp[('bwrap', c)]:.2f} |")
+        co, bw = tp.get(("cordon", c)), tp.get(("bwrap", c))
+        if co and bw:
+            pairs = [a / b for a, b in zip(co, bw)]
+            md.append(f"| {c} | {len(pairs)} | {sum(co) / len(co):.1f} | {sum(bw) / len(bw):.1f} | "
+                      f"{sum(pairs) / len(pairs):.2f} | {' '.join(f'{x:.2f}' for x in pairs)} |")
     md.append("")
 
 scale = {}
