@@ -43,6 +43,21 @@ if s:
         md.append(f"| {k} | {v:.3f} | {over:+.3f} | {xb:.2f} | {xw} |")
     md.append("")
 
+ab = {}
+for l in lines("startup-interleaved.txt"):
+    p = l.split()
+    if len(p) >= 3 and p[1] == "median":
+        ab[p[0]] = (float(p[2]), float(p[p.index("cpu") + 1]))
+if "bwrap" in ab:
+    b, bc = ab["bwrap"]
+    md += ["### Startup, interleaved (scripts/bench-ab: one run of each in turn; median ms, mean CPU ms)", "",
+           "| configuration | median ms | over bwrap ms | × bwrap | CPU ms (rusage) |", "|---|---|---|---|---|"]
+    for k, (m, c) in ab.items():
+        md.append(f"| {k} | {m:.3f} | {m - b:+.3f} | {m / b:.2f} | {c:.3f} |")
+    if "bare" in ab and "helper" in ab:
+        md.append(f"\nhelper over bare, interleaved: {ab['helper'][0] - ab['bare'][0]:+.3f} ms")
+    md.append("")
+
 d = medians("dd")
 if d:
     md += ["### dd bs=1 (median, ms)", "", "| configuration | median ms | × bare | × allow-all |", "|---|---|---|---|"]
