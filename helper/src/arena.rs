@@ -8,7 +8,7 @@
 //! allocator maps and unmaps small regions as it goes, and every fresh page
 //! costs a page fault — in a VM several microseconds each, a large part of
 //! the helper's startup (BENCHMARKS.md). The first PREFAULT bytes (about
-//! what a run uses: 96 KiB for the helper, 160 KiB for the launcher) are
+//! what a run uses: 48 KiB for the helper, 160 KiB for the launcher) are
 //! populated in one batch (`MADV_POPULATE_WRITE`); populating all of it cost
 //! ~0.25 ms of zeroed pages nobody touched. The rest faults in on demand. When the arena is
 //! exhausted, or before it could be mapped, allocations fall through to the

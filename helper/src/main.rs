@@ -14,11 +14,13 @@ use std::path::PathBuf;
 
 // A bump arena instead of musl's allocator: fewer page faults and no
 // map/unmap churn in a process that lives for a millisecond (arena.rs).
-// 96 KiB prefaulted: a run with the default profile touches ~110 KiB (zeroed
-// buffers are not touched until written); 96 measured faster in `cordon run`
-// than 160 (−0.13 to −0.31 ms in three interleaved runs) and than 64.
+// 48 KiB prefaulted: a run with the default profile allocates 34 KiB, 40 KiB
+// with a report (zeroed buffers are not touched until written). 48 measured
+// faster than 96 (−0.04 ms standalone, −0.05 with a report, −0.14 and −0.30 ms
+// in `cordon run`, interleaved) and than none (−0.02 ms): every page
+// populated and not used costs zeroing, a memcg charge and its unmapping at exec.
 #[global_allocator]
-static ALLOC: cordon_helper::arena::Arena<{ cordon_helper::arena::DEFAULT_BYTES }, { 96 * 1024 }> =
+static ALLOC: cordon_helper::arena::Arena<{ cordon_helper::arena::DEFAULT_BYTES }, { 48 * 1024 }> =
     cordon_helper::arena::Arena::new();
 
 const USAGE: &str =
