@@ -16,7 +16,7 @@ use std::path::PathBuf;
 // map/unmap churn in a process that lives for a millisecond (arena.rs).
 // 48 KiB prefaulted: a run with the default profile allocates 34 KiB, 40 KiB
 // with a report (zeroed buffers are not touched until written). 48 measured
-// faster than 96 (−0.04 ms standalone, −0.05 with a report, −0.14 and −0.30 ms
+// faster than 96 (−0.04 ms standalone, −0.05 with a report, −0.05 to −0.30 ms
 // in `cordon run`, interleaved) and than none (−0.02 ms): every page
 // populated and not used costs zeroing, a memcg charge and its unmapping at exec.
 #[global_allocator]
