@@ -106,8 +106,12 @@ fn names(mask: u64) -> Vec<String> {
 }
 
 /// `status`: this thread's status file, opened before Landlock (which may hide
-/// /proc by now); None makes the crate ask capability by capability.
-pub fn drop_all(status: Option<&std::os::fd::OwnedFd>) -> Result<Report> {
+/// /proc by now), read back after the drop; None makes the crate ask
+/// capability by capability. `before`: its text as read earlier in this run,
+/// for the bounding set to drop: that set only ever shrinks, and nothing
+/// between the two reads (rlimits, the uid switch, Landlock) touches it, so
+/// the status file need not be generated once more for it.
+pub fn drop_all(status: Option<&std::os::fd::OwnedFd>, before: Option<&str>) -> Result<Report> {
     let setpcap = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
         .map_err(|e| fail("reading CAP_SETPCAP", e))?;
     let mut securebits_locked = false;
@@ -116,10 +120,15 @@ pub fn drop_all(status: Option<&std::os::fd::OwnedFd>) -> Result<Report> {
         // bounding set (each drop needs CAP_SETPCAP).
         sys::set_securebits(LOCKED_SECUREBITS).map_err(|e| fail("locking securebits", e))?;
         securebits_locked = true;
-        match status
-            .and_then(sys::read_status)
-            .and_then(|s| status_masks(&s))
-        {
+        let fresh;
+        let text = match before {
+            Some(t) => Some(t),
+            None => {
+                fresh = status.and_then(sys::read_status);
+                fresh.as_deref()
+            }
+        };
+        match text.and_then(status_masks) {
             // Drop exactly the bits the kernel shows, known to the crate or not.
             Some((_, bnd)) => {
                 for b in (0..64u8).filter(|b| bnd & (1u64 << b) != 0) {

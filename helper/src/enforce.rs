@@ -60,9 +60,12 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // Opened now for step 6, which reads its capability masks: Landlock may
     // hide /proc by then. Kept open through step 5, closed after 6.
     let status = sys::open_thread_status();
+    // Read once here for the fd table size and the bounding set (the kernel
+    // generates the whole file on every read); read back after step 6.
+    let status_text = status.as_ref().and_then(sys::read_status);
     // Listed now, for the same reason. Rule fds opened below are
     // close-on-exec and closed by Landlock's step anyway.
-    let inherited_fds = fds::inherited(status.as_ref());
+    let inherited_fds = fds::inherited(status_text.as_deref());
     let pol = policy::parse(&bytes)?;
     let mut ll = landlock::plan(&pol)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
@@ -97,7 +100,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let fds_closed = fds::close_inherited(&keep, inherited_fds)?;
 
     // 6. Drop capabilities (after the uid switch and rlimits, which need them).
-    let caps = caps::drop_all(status.as_ref())?;
+    let caps = caps::drop_all(status.as_ref(), status_text.as_deref())?;
     drop(status);
 
     // The PATH search runs under Landlock, seeing what the command will see.

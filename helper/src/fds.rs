@@ -13,10 +13,8 @@ const FD_MAX: u32 = u32::MAX;
 /// /proc/self/fd costs ≈ 75 µs in a fresh sandbox, whose procfs has no cached
 /// entry yet. Otherwise, or when the table is large, that listing; None when
 /// neither is possible. Called before Landlock, which may hide /proc.
-pub fn inherited(status: Option<&std::os::fd::OwnedFd>) -> Option<Vec<i32>> {
-    let size = status
-        .and_then(sys::read_status)
-        .and_then(|s| fd_table_size(&s));
+pub fn inherited(status: Option<&str>) -> Option<Vec<i32>> {
+    let size = status.and_then(fd_table_size);
     if let Some(v) = size.and_then(open_below) {
         return Some(v);
     }
@@ -123,7 +121,8 @@ mod inherited_tests {
         // SAFETY: dup2 onto a number this test owns; closed below.
         assert_eq!(unsafe { libc::dup2(f.as_raw_fd(), 200) }, 200);
         let status = sys::open_thread_status().expect("/proc is mounted in tests");
-        let polled = inherited(Some(&status)).unwrap();
+        let text = sys::read_status(&status).unwrap();
+        let polled = inherited(Some(&text)).unwrap();
         let proc_ = listed().unwrap();
         // SAFETY: closes the fd dup'ed above.
         unsafe { libc::close(200) };
