@@ -295,8 +295,10 @@ impl Shared<'_> {
         let pc = out.len();
         let left = self.target(lo, m, pc + 1);
         let right = self.target(m, hi, pc + 1 + self.size(lo, m));
-        // Both within 255 ahead: checked by `shared` before emitting.
-        let off = |t: usize| (t - pc - 1) as u8;
+        // Both within 255 ahead: `shared` checked the size before emitting. A
+        // wrong offset would be a wrong filter, so an impossible one aborts
+        // (step 2, before anything is applied) rather than wrapping.
+        let off = |t: usize| u8::try_from(t - pc - 1).expect("jump checked by shared()");
         out.push(ins(JGE_K, off(right), off(left), self.runs[m].0));
         self.emit(lo, m, out);
         self.emit(m, hi, out);
