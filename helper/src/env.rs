@@ -7,70 +7,86 @@ use std::os::unix::ffi::OsStrExt;
 
 /// Variables that make a loader or interpreter run code the command did not
 /// ask for. Matched case-insensitively (some runtimes are case-insensitive and
-/// an attacker picks whatever spelling slips through).
+/// an attacker picks whatever spelling slips through). Sorted: `is_injection`
+/// looks names up by binary search.
 const INJECTION: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "LD_DEBUG",
-    "LD_DEBUG_OUTPUT",
-    "LD_PROFILE",
-    "LD_ORIGIN_PATH",
-    "LD_DYNAMIC_WEAK",
-    "LD_SHOW_AUXV",
+    "BASHOPTS",
+    "BASH_ENV",
+    "CLASSPATH",
+    "ENV",
     "GCONV_PATH",
     "GETCONF_DIR",
-    "HOSTALIASES",
-    "LOCALDOMAIN",
-    "RES_OPTIONS",
-    "MALLOC_TRACE",
-    "NLSPATH",
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONINSPECT",
-    "PYTHONUSERBASE",
-    "PYTHONBREAKPOINT",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "NODE_REPL_EXTERNAL_MODULE",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5DB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "CLASSPATH",
+    "GIT_ASKPASS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_SYSTEM",
     "GIT_EXEC_PATH",
     "GIT_SSH",
     "GIT_SSH_COMMAND",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "LESSOPEN",
+    "HOSTALIASES",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "LD_AUDIT",
+    "LD_DEBUG",
+    "LD_DEBUG_OUTPUT",
+    "LD_DYNAMIC_WEAK",
+    "LD_LIBRARY_PATH",
+    "LD_ORIGIN_PATH",
+    "LD_PRELOAD",
+    "LD_PROFILE",
+    "LD_SHOW_AUXV",
     "LESSCLOSE",
+    "LESSOPEN",
+    "LOCALDOMAIN",
+    "MALLOC_TRACE",
+    "NLSPATH",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_REPL_EXTERNAL_MODULE",
+    "PERL5DB",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "PROMPT_COMMAND",
+    "PS4",
+    "PYTHONBREAKPOINT",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "RES_OPTIONS",
+    "RUBYLIB",
+    "RUBYOPT",
+    "SHELLOPTS",
+    "SSH_ASKPASS",
+    "_JAVA_OPTIONS",
 ];
 
 /// Prefixes of injection variables (exported bash functions).
 const INJECTION_PREFIXES: &[&str] = &["BASH_FUNC_"];
 
 pub fn is_injection(name: &str) -> bool {
-    INJECTION.iter().any(|n| n.eq_ignore_ascii_case(name))
-        || INJECTION_PREFIXES.iter().any(|p| {
-            name.len() >= p.len() && name.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
-        })
+    let b = name.as_bytes();
+    if INJECTION_PREFIXES
+        .iter()
+        .any(|p| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
+    {
+        return true;
+    }
+    // Upper-cased on the stack and looked up in the sorted list: every
+    // inherited variable is checked on every run.
+    let mut buf = [0u8; INJECTION_MAX_LEN];
+    let Some(up) = buf.get_mut(..b.len()) else {
+        return false;
+    };
+    up.copy_from_slice(b);
+    up.make_ascii_uppercase();
+    INJECTION.binary_search_by(|n| n.as_bytes().cmp(up)).is_ok()
 }
+
+/// The longest name in INJECTION (a test keeps this true).
+const INJECTION_MAX_LEN: usize = 25;
 
 pub fn injection_names() -> &'static [&'static str] {
     INJECTION
@@ -146,6 +162,22 @@ pub fn prepare(policy: &EnvPolicy, inherited: Vec<(OsString, OsString)>) -> Prep
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn injection_list_is_sorted_and_fits_the_lookup() {
+        assert!(INJECTION.windows(2).all(|w| w[0] < w[1]), "sort INJECTION");
+        assert!(INJECTION.iter().all(|n| *n == n.to_ascii_uppercase()));
+        assert_eq!(
+            INJECTION.iter().map(|n| n.len()).max(),
+            Some(INJECTION_MAX_LEN)
+        );
+        for n in INJECTION {
+            assert!(
+                is_injection(n) && is_injection(&n.to_ascii_lowercase()),
+                "{n}"
+            );
+        }
+    }
 
     #[test]
     fn injection_names_are_matched_case_insensitively() {
