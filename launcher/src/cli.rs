@@ -149,11 +149,15 @@ fn user(uid: u32) -> Option<(u32, PathBuf)> {
 fn parse_passwd(s: &str) -> Vec<(u32, u32, PathBuf)> {
     s.lines()
         .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            if f.len() != 7 {
+            // Fields 2, 3 and 5, and exactly seven of them.
+            let mut f = l.split(':');
+            let uid = f.nth(2)?;
+            let gid = f.next()?;
+            let home = f.nth(1)?;
+            if f.next().is_none() || f.next().is_some() {
                 return None;
             }
-            Some((f[2].parse().ok()?, f[3].parse().ok()?, PathBuf::from(f[5])))
+            Some((uid.parse().ok()?, gid.parse().ok()?, PathBuf::from(home)))
         })
         .collect()
 }
@@ -190,13 +194,13 @@ fn homes(env: &BTreeMap<String, String>, euid: u32, fs: &dyn paths::Fs) -> Resul
     }
     let mut out: Vec<PathBuf> = Vec::new();
     for h in v {
-        if out.contains(&h) {
+        if out.iter().any(|o| paths::same(o, &h)) {
             continue; // listed already, or the real path of one listed
         }
         // Hide under the real path too (a symlinked $HOME).
         let real = fs.canonicalize(&h).unwrap_or(h.clone());
         for p in [h, real] {
-            if !out.contains(&p) {
+            if !out.iter().any(|o| paths::same(o, &p)) {
                 out.push(p);
             }
         }

@@ -377,11 +377,11 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 if ["/proc", "/sys", "/dev", "/run", "/tmp", CORDON_DIR]
                     .iter()
                     .any(|x| child == Path::new(x))
-                    && !profile.show.contains(&child)
+                    && !profile.show.iter().any(|s| paths::same(s, &child))
                 {
                     continue;
                 }
-                if all_creds.contains(&child) {
+                if all_creds.iter().any(|c| paths::same(c, &child)) {
                     continue;
                 }
                 roots.push(RoRoot {
@@ -460,7 +460,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             });
             if writable
                 .iter()
-                .any(|w| paths::is_under(path, w) && w != path)
+                .any(|w| paths::is_under(path, w) && !paths::same(w, path))
             {
                 ro_nested.push(op);
                 continue;
@@ -477,7 +477,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         matches!(o, Op::RoBind { .. })
             && scratch_dirs
                 .iter()
-                .any(|d| o.dest() != d && paths::is_under(o.dest(), d))
+                .any(|d| !paths::same(o.dest(), d) && paths::is_under(o.dest(), d))
     });
     let mut ro_ops = plain;
     ro_ops.push(Op::Dev);
