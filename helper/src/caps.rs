@@ -95,7 +95,8 @@ struct Masks {
 /// The `Cap*` lines of a status file, in one pass from the first of them;
 /// None unless all five are there and well-formed.
 fn status_masks(status: &str) -> Option<Masks> {
-    let start = status.find("CapInh:")?;
+    // At a line start: the first line, `Name:`, holds the command's name.
+    let start = status.find("\nCapInh:")? + 1;
     let mut m = Masks::default();
     let mut seen = 0u8;
     for line in status[start..].lines() {
@@ -244,7 +245,7 @@ mod tests {
 
     #[test]
     fn status_masks_and_names() {
-        let st = "Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000001\nCapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000021\nNoNewPrivs:\t1\n";
+        let st = "Name:\tx\nUmask:\t0022\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000001\nCapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000021\nNoNewPrivs:\t1\n";
         let m = status_masks(st).unwrap();
         assert_eq!((m.inh, m.prm, m.eff), (0, 1, 0));
         assert_eq!(names(m.amb), vec!["CAP_CHOWN", "CAP_KILL"]);
@@ -255,6 +256,9 @@ mod tests {
         assert!(status_masks("CapBnd:\t0\n").is_none());
         assert!(status_masks(&st.replace("CapAmb", "CapXyz")).is_none());
         assert!(status_masks(&st.replace("0000000000000021", "00zz")).is_none());
+        // A process named like a field is not read as one.
+        let named = st.replace("Name:\tx", "Name:\tCapInh:\tffff");
+        assert_eq!(status_masks(&named), Some(m));
     }
 
     /// One short read is the whole status file: its last line is there.
