@@ -50,8 +50,10 @@ for l in lines("startup-interleaved.txt"):
         ab[p[0]] = (float(p[2]), float(p[p.index("cpu") + 1]))
 if "bwrap" in ab:
     b, bc = ab["bwrap"]
+    how = next((l.split(":", 1)[1].strip() for l in lines("startup-interleaved.log") if l.startswith("cpu:")), "rusage")
     md += ["### Startup, interleaved (scripts/bench-ab: one run of each in turn; median ms, mean CPU ms)", "",
-           "| configuration | median ms | over bwrap ms | × bwrap | CPU ms (rusage) |", "|---|---|---|---|---|"]
+           f"CPU per run from {how}.", "",
+           "| configuration | median ms | over bwrap ms | × bwrap | CPU ms |", "|---|---|---|---|---|"]
     for k, (m, c) in ab.items():
         md.append(f"| {k} | {m:.3f} | {m - b:+.3f} | {m / b:.2f} | {c:.3f} |")
     if "bare" in ab and "helper" in ab:
