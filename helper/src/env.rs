@@ -5,92 +5,8 @@ use crate::policy::EnvPolicy;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 
-/// Variables that make a loader or interpreter run code the command did not
-/// ask for. Matched case-insensitively (some runtimes are case-insensitive and
-/// an attacker picks whatever spelling slips through). Sorted: `is_injection`
-/// looks names up by binary search.
-const INJECTION: &[&str] = &[
-    "BASHOPTS",
-    "BASH_ENV",
-    "CLASSPATH",
-    "ENV",
-    "GCONV_PATH",
-    "GETCONF_DIR",
-    "GIT_ASKPASS",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "HOSTALIASES",
-    "JAVA_TOOL_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "LD_AUDIT",
-    "LD_DEBUG",
-    "LD_DEBUG_OUTPUT",
-    "LD_DYNAMIC_WEAK",
-    "LD_LIBRARY_PATH",
-    "LD_ORIGIN_PATH",
-    "LD_PRELOAD",
-    "LD_PROFILE",
-    "LD_SHOW_AUXV",
-    "LESSCLOSE",
-    "LESSOPEN",
-    "LOCALDOMAIN",
-    "MALLOC_TRACE",
-    "NLSPATH",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "NODE_REPL_EXTERNAL_MODULE",
-    "PERL5DB",
-    "PERL5LIB",
-    "PERL5OPT",
-    "PERLLIB",
-    "PROMPT_COMMAND",
-    "PS4",
-    "PYTHONBREAKPOINT",
-    "PYTHONHOME",
-    "PYTHONINSPECT",
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "RES_OPTIONS",
-    "RUBYLIB",
-    "RUBYOPT",
-    "SHELLOPTS",
-    "SSH_ASKPASS",
-    "_JAVA_OPTIONS",
-];
-
-/// Prefixes of injection variables (exported bash functions).
-const INJECTION_PREFIXES: &[&str] = &["BASH_FUNC_"];
-
-pub fn is_injection(name: &str) -> bool {
-    let b = name.as_bytes();
-    if INJECTION_PREFIXES
-        .iter()
-        .any(|p| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
-    {
-        return true;
-    }
-    // Upper-cased on the stack and looked up in the sorted list: every
-    // inherited variable is checked on every run.
-    let mut buf = [0u8; INJECTION_MAX_LEN];
-    let Some(up) = buf.get_mut(..b.len()) else {
-        return false;
-    };
-    up.copy_from_slice(b);
-    up.make_ascii_uppercase();
-    INJECTION.binary_search_by(|n| n.as_bytes().cmp(up)).is_ok()
-}
-
-/// The longest name in INJECTION (a test keeps this true).
-const INJECTION_MAX_LEN: usize = 25;
-
-pub fn injection_names() -> &'static [&'static str] {
-    INJECTION
-}
+// The list is shared with the launcher (helper/src/injection.rs).
+pub use crate::injection::is_injection;
 
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn validate_name(name: &str) -> Result<(), String> {
@@ -162,32 +78,6 @@ pub fn prepare(policy: &EnvPolicy, inherited: Vec<(OsString, OsString)>) -> Prep
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn injection_list_is_sorted_and_fits_the_lookup() {
-        assert!(INJECTION.windows(2).all(|w| w[0] < w[1]), "sort INJECTION");
-        assert!(INJECTION.iter().all(|n| *n == n.to_ascii_uppercase()));
-        assert_eq!(
-            INJECTION.iter().map(|n| n.len()).max(),
-            Some(INJECTION_MAX_LEN)
-        );
-        for n in INJECTION {
-            assert!(
-                is_injection(n) && is_injection(&n.to_ascii_lowercase()),
-                "{n}"
-            );
-        }
-    }
-
-    #[test]
-    fn injection_names_are_matched_case_insensitively() {
-        assert!(is_injection("LD_PRELOAD"));
-        assert!(is_injection("ld_preload"));
-        assert!(is_injection("BASH_FUNC_foo%%"));
-        assert!(is_injection("bash_func_x"));
-        assert!(!is_injection("PATH"));
-        assert!(!is_injection("LD_PRELOADX"));
-    }
 
     #[test]
     fn prepare_removes_injection_and_applies_set() {

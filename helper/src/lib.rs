@@ -13,6 +13,7 @@ pub mod errno;
 pub mod error;
 pub mod exec;
 pub mod fds;
+pub mod injection;
 pub mod inspect;
 pub mod landlock;
 pub mod policy;

@@ -287,52 +287,11 @@ fn apply(p: &mut Profile, d: ProfileDef) {
     }
 }
 
-/// Loader and interpreter injection variables, matched case-insensitively.
-/// Kept in step with the helper's list (docs/policy.md `env`), plus a few more.
-pub const INJECTION_VARS: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "LD_DEBUG",
-    "LD_PROFILE",
-    "LD_ORIGIN_PATH",
-    "GCONV_PATH",
-    "BASH_ENV",
-    "ENV",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONINSPECT",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "PROMPT_COMMAND",
-    "ZDOTDIR",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "IFS",
-    "MALLOC_CONF",
-];
-
-/// Is `name` a loader/interpreter injection variable?
-pub fn is_injection(name: &str) -> bool {
-    let up = name.to_ascii_uppercase();
-    up.starts_with("LD_") || up.starts_with("BASH_FUNC_") || INJECTION_VARS.iter().any(|v| *v == up)
-}
+// One list for both layers, so a name the launcher lets through is never
+// dropped by the helper without a word (and the reverse).
+#[path = "../../helper/src/injection.rs"]
+mod injection;
+pub use injection::is_injection;
 
 /// Environment names: `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn validate_env_name(name: &str) -> Result<()> {

@@ -862,6 +862,41 @@ fn exit_codes_and_explain() {
     assert!(!v["bwrap_argv"].to_string().contains("hidden-value"));
 }
 
+/// The launcher and the helper share one list of injection variables: a
+/// name the launcher accepts reaches the command, and one it refuses names
+/// the flag that allows it. CLASSPATH was once on the helper's list only
+/// (the launcher passed it on and the helper dropped it), MALLOC_CONF and
+/// LD_BIND_NOW on the launcher's only.
+#[test]
+fn injection_variables_agree_between_layers() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    for name in ["CLASSPATH", "MALLOC_CONF", "LD_BIND_NOW"] {
+        let set = format!("{name}=cordon-test-value");
+        let out = run(&["run", "--workspace", w, "--env", &set, "--", "true"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{name}: {err}");
+        assert!(
+            err.contains(&format!("--allow-env-injection {name}")),
+            "{name}: {err}"
+        );
+        // Control: allowed by name, it passes both layers unchanged.
+        let script = format!("printf %s \"${name}\"");
+        let (v, code) = json_run(
+            ws.path(),
+            &["--env", &set, "--allow-env-injection", name],
+            &["sh", "-c", &script],
+        );
+        assert_eq!(code, 0, "{name}: {v}");
+        assert_eq!(stdout_of(&v), "cordon-test-value", "{name}: {v}");
+        assert_eq!(
+            v["enforcement"]["helper_report"]["env_removed"],
+            serde_json::json!([]),
+            "{name}: {v}"
+        );
+    }
+}
+
 #[test]
 fn layers_are_labelled() {
     let ws = workspace();

@@ -227,6 +227,11 @@ fn loader_injection_variables_are_removed() {
         "BASH_ENV",
         "PYTHONPATH",
         "NODE_OPTIONS",
+        // Any loader variable, not only the listed ones; and names the
+        // launcher refused before the two layers shared one list.
+        "LD_BIND_NOW",
+        "MALLOC_CONF",
+        "GLIBC_TUNABLES",
     ] {
         Spawn::sandboxed(&p, &["env", var])
             .env(var, "/nonexistent/evil")
