@@ -8,6 +8,11 @@ use serde_json::{json, Value};
 
 pub fn check(src: &Source) -> Result<Value> {
     let pol = policy::parse(&policy_source::read(src)?)?;
+    // Everything a run would refuse before applying anything, refused here
+    // too (on this machine's paths): a missing path, an allow beneath a
+    // deny, a syscall that cannot be denied. Nothing is applied.
+    landlock::plan(&pol)?;
+    seccomp::compile(&pol.syscalls, None)?;
     Ok(pol.to_json())
 }
 

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use std::path::{Component, Path, PathBuf};
 
 mod fast;
+mod strict;
 
 /// Largest policy accepted, in bytes.
 pub const MAX_POLICY_BYTES: usize = 64 * 1024;
@@ -563,8 +564,13 @@ pub fn parse(bytes: &[u8]) -> Result<Policy> {
 /// that an error names its field. `parse` gives the same result, faster for
 /// well-formed documents (the fuzz target checks that they agree).
 pub fn checked(bytes: &[u8]) -> Result<Policy> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| Error::Policy(format!("policy is not valid JSON: {e}")))?;
+    let v = strict::parse(bytes).map_err(|e| {
+        if e.is_data() {
+            Error::Policy(e.to_string()) // a repeated key, named
+        } else {
+            Error::Policy(format!("policy is not valid JSON: {e}"))
+        }
+    })?;
     from_value(&v)
 }
 

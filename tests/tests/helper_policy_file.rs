@@ -207,6 +207,44 @@ fn policy_trailing_garbage_is_70() {
     run_with(&fx.policy_text(&format!("{}\n\n  \t\n", fx.base_policy()))).assert_exit(0);
 }
 
+/// JSON keeps the last of two equal keys; a policy must not: a second,
+/// empty `deny` would silently switch the first one off.
+#[test]
+fn policy_repeated_key_is_70_and_names_where() {
+    let fx = Fixture::new();
+    let key = fx.ws_file("private/key.txt", "private-marker\n");
+    let mut pol = fx.base_policy();
+    pol["filesystem"]["deny"] = json!([fx.workspace.join("private")]);
+    // Control: the deny alone is enforced.
+    Spawn::sandboxed(
+        &fx.policy(&pol),
+        &["read", key.to_str().unwrap(), "private-marker"],
+    )
+    .run()
+    .assert_denied("EACCES");
+    // The same policy with `"deny": []` appended to `filesystem`.
+    let text = pol.to_string();
+    let fs = text.find("\"filesystem\":{").unwrap() + "\"filesystem\":{".len();
+    let repeated = format!("{}\"deny\":[],{}", &text[..fs], &text[fs..]);
+    let r = Spawn::sandboxed(
+        &fx.policy_text(&repeated),
+        &["read", key.to_str().unwrap(), "private-marker"],
+    )
+    .run();
+    r.assert_helper_error(exit::POLICY);
+    assert!(
+        r.stderr.contains("filesystem: key \"deny\" appears twice"),
+        "{r}"
+    );
+    // At the top and inside a rule too.
+    for text in [
+        r#"{"version": 1, "version": 1}"#.to_string(),
+        text.replacen("\"access\":", "\"access\":\"read\",\"access\":", 1),
+    ] {
+        run_with(&fx.policy_text(&text)).assert_helper_error(exit::POLICY);
+    }
+}
+
 #[test]
 fn policy_not_an_object_is_70() {
     let fx = Fixture::new();
@@ -405,6 +443,42 @@ fn policy_doc_example_is_accepted_by_check() {
     let r2 = Spawn::helper_check(&p2).run();
     r2.assert_exit(0);
     assert_eq!(r.stdout, r2.stdout, "normalization is not idempotent");
+}
+
+/// `--check` refuses what a run would refuse before applying anything, not
+/// only what the schema refuses.
+#[test]
+fn check_refuses_what_a_run_refuses() {
+    let fx = Fixture::new();
+    let missing = fx.workspace.join("no-such-dir");
+    let mut absent = fx.base_policy();
+    add_allow(&mut absent, &missing, "read");
+    let mut beneath = fx.base_policy();
+    beneath["filesystem"]["deny"] = json!([fx.workspace.join("private")]);
+    add_allow(&mut beneath, fx.ws_file("private/x", "x"), "read");
+    let undeniable = with(
+        fx.base_policy(),
+        "syscalls",
+        json!({"profile": "default", "deny": ["execve"]}),
+    );
+    for (pol, what) in [
+        (&absent, "does not exist"),
+        (&beneath, "beneath the denied path"),
+        (&undeniable, "execve"),
+    ] {
+        let p = fx.policy(pol);
+        let r = Spawn::helper_check(&p).run();
+        r.assert_helper_error(exit::POLICY);
+        assert!(r.stderr.contains(what), "{what}: {r}");
+        // A run refuses it the same way.
+        run_with(&p).assert_helper_error(exit::POLICY);
+    }
+    // Control: the missing path marked optional passes both.
+    let n = absent["filesystem"]["allow"].as_array().unwrap().len();
+    absent["filesystem"]["allow"][n - 1]["optional"] = json!(true);
+    let p = fx.policy(&absent);
+    Spawn::helper_check(&p).run().assert_exit(0);
+    assert_valid_policy_runs(&fx);
 }
 
 // --- Enforcement order ---------------------------------------------------------

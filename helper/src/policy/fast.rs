@@ -6,12 +6,14 @@
 //! A rule read directly costs its path string.
 //!
 //! It only ever accepts. Whenever the document is not plainly well-formed —
-//! not objects where objects belong, an unknown or repeated key, a null, a
-//! wrong type, an escaped access name, a bad path or access — it returns None
+//! not objects where objects belong, an unknown or repeated key (at any
+//! depth), a null, a wrong type, an escaped access name, a bad path or
+//! access — it returns None
 //! and `parse` runs the checked walk over the whole document, which names the
 //! offending field. Both paths agree on every policy they accept (the tests
 //! compare them), and every error comes from the checked walk.
 
+use super::strict::Strict;
 use super::{from_value, normal_abs_owned, Access, AllowRule, Policy};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -69,7 +71,8 @@ impl<'de> Visitor<'de> for TopVisitor {
                 // Marks the key as seen; the walk finds only the deny list.
                 rest.insert(k, Value::Object(f));
             } else {
-                let v: Value = a.next_value()?;
+                // Repeated keys further down send the document to the walk.
+                let v = a.next_value_seed(Strict { path: &k })?;
                 rest.insert(k, v);
             }
         }
@@ -104,7 +107,11 @@ impl<'de> Visitor<'de> for FsVisitor {
         while let Some(k) = a.next_key::<&str>()? {
             match k {
                 "allow" if allow.is_none() => allow = Some(a.next_value::<Rules>()?.0),
-                "deny" if deny.is_none() => deny = Some(a.next_value::<Value>()?),
+                "deny" if deny.is_none() => {
+                    deny = Some(a.next_value_seed(Strict {
+                        path: "filesystem.deny",
+                    })?)
+                }
                 _ => return Err(no()),
             }
         }
