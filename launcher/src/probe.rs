@@ -252,21 +252,32 @@ fn bind_ro_is_safe(i: &ProbeInput, helper: &OwnedFd) -> std::result::Result<(), 
     }
 }
 
+const PROBE_ATTEMPTS: u32 = 4;
+
 fn attempt_retrying(
     argv: &[String],
     helper: &OwnedFd,
     switch: Option<(u32, u32)>,
 ) -> std::result::Result<(), (String, bool)> {
+    retrying(|| attempt(argv, helper, switch), std::thread::sleep)
+}
+
+/// Four attempts, 50, 150 and 450 ms apart (no wait after the last one).
+/// Err((message, conclusive)).
+fn retrying(
+    mut attempt: impl FnMut() -> std::result::Result<(), String>,
+    mut sleep: impl FnMut(Duration),
+) -> std::result::Result<(), (String, bool)> {
     let mut delay = Duration::from_millis(50);
     let mut last = String::new();
-    for _ in 0..4 {
-        match attempt(argv, helper, switch) {
+    for n in 0..PROBE_ATTEMPTS {
+        if n > 0 {
+            sleep(delay);
+            delay *= 3;
+        }
+        match attempt() {
             Ok(()) => return Ok(()),
-            Err(e) if inconclusive(&e) => {
-                last = e;
-                std::thread::sleep(delay);
-                delay *= 3;
-            }
+            Err(e) if inconclusive(&e) => last = e,
             Err(e) => return Err((e, true)),
         }
     }
@@ -464,6 +475,51 @@ pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transient_failures_are_retried_four_times_without_a_last_wait() {
+        let (mut tries, mut slept) = (0, Vec::new());
+        let r = retrying(
+            || {
+                tries += 1;
+                Err("bwrap: fork: Resource temporarily unavailable".into())
+            },
+            |d| slept.push(d.as_millis()),
+        );
+        assert_eq!(
+            r,
+            Err((
+                "bwrap: fork: Resource temporarily unavailable".into(),
+                false
+            ))
+        );
+        assert_eq!(tries, 4);
+        assert_eq!(slept, [50, 150, 450]);
+        // A conclusive failure stops at once; a success after a retry is one.
+        let (mut tries, mut slept) = (0, 0);
+        let r = retrying(
+            || {
+                tries += 1;
+                Err("bwrap: Creating new namespace failed: Operation not permitted".into())
+            },
+            |_| slept += 1,
+        );
+        assert!(matches!(r, Err((_, true))));
+        assert_eq!((tries, slept), (1, 0));
+        let mut tries = 0;
+        let r = retrying(
+            || {
+                tries += 1;
+                if tries < 2 {
+                    Err("Cannot allocate memory".into())
+                } else {
+                    Ok(())
+                }
+            },
+            |_| {},
+        );
+        assert_eq!((r, tries), (Ok(()), 2));
+    }
 
     #[test]
     fn classification() {
