@@ -509,6 +509,15 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     };
     let mut if_readable: Vec<PathBuf> = Vec::new();
     for p in &profile.hide_if_readable {
+        // Hidden anyway when the profile or --hide names it: no note then.
+        if profile
+            .hide
+            .iter()
+            .chain(&opts.hide)
+            .any(|h| paths::same(h, p))
+        {
+            continue;
+        }
         // Two calls for a plain file or directory; anything else (a symlink)
         // is hidden like any other path, which resolves it.
         match fs.lstat(p) {

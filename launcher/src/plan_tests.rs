@@ -740,6 +740,19 @@ fn shadow_backups_masked_only_where_readable() {
     };
     // 0640 root:shadow, as Debian leaves it: uid 1000 outside the group.
     assert!(!run(0o640, false, 1000, vec![]));
+    // Named by --hide (or a profile's hide): masked, and no note says otherwise.
+    let mut fs = FakeFs::host();
+    fs.file("/etc/shadow-", 1);
+    fs.perms("/etc/shadow-", 0, 42, 0o640);
+    let mut o = opts(&["true"]);
+    o.hide.push("/etc/shadow-".into());
+    let p = build(&builtin("default").unwrap(), &o, &host(1000), &fs).unwrap();
+    assert!(pos(&p.bwrap_argv, &["/etc/shadow-"]).is_some());
+    assert!(
+        !p.notes.iter().any(|n| n.contains("not masked")),
+        "{:?}",
+        p.notes
+    );
     // The caller is in group shadow (42), which the sandbox keeps.
     assert!(run(0o640, false, 1000, vec![42]));
     // As root the launcher switches uid and clears the groups.
