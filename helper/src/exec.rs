@@ -65,7 +65,7 @@ impl Command {
                 .search_path
                 .clone()
                 .unwrap_or_else(|| DEFAULT_PATH.into());
-            let found = path
+            let candidates: Vec<CString> = path
                 .as_bytes()
                 .split(|b| *b == b':')
                 .map(|dir| {
@@ -76,15 +76,21 @@ impl Command {
                     p
                 })
                 .filter_map(|p| CString::new(p).ok())
-                .find(|p| sys::executable(p));
-            match found {
-                Some(p) => self.path = p,
+                .collect();
+            match candidates.iter().find(|p| sys::executable(p)) {
+                Some(p) => self.path = p.clone(),
                 None => {
+                    // As execvp: EACCES when a candidate exists but may not
+                    // be run (not executable, or Landlock refuses it).
+                    let errno = match candidates.iter().any(|p| sys::exists(p)) {
+                        true => "EACCES: found in PATH but not executable",
+                        false => "ENOENT: not found in PATH",
+                    };
                     return Err(Error::Exec(format!(
-                        "cannot execute {}: not found in PATH ({})",
+                        "cannot execute {}: {errno} ({})",
                         self.name.to_string_lossy(),
                         path.to_string_lossy()
-                    )))
+                    )));
                 }
             }
         }

@@ -329,6 +329,11 @@ pub fn executable(path: &CStr) -> bool {
     unsafe { libc::access(path.as_ptr(), libc::X_OK) == 0 }
 }
 
+pub fn exists(path: &CStr) -> bool {
+    // SAFETY: `path` is a valid NUL-terminated string.
+    unsafe { libc::access(path.as_ptr(), libc::F_OK) == 0 }
+}
+
 /// Leave immediately, without running destructors or atexit handlers
 /// (which could need syscalls the filter denies).
 pub fn exit_now(code: i32) -> ! {

@@ -684,6 +684,33 @@ fn exec_denied_by_landlock_exits_74() {
     Spawn::new(&script, &[] as &[&str]).run().assert_exit(0);
 }
 
+/// A bare name that the PATH search cannot run names the errno, as an
+/// absolute path does: ENOENT when no candidate exists, EACCES when one
+/// does but may not be executed.
+#[test]
+fn exec_failure_by_path_search_names_the_errno() {
+    let fx = Fixture::new();
+    let r = Spawn::helper(&valid_policy(&fx), &["cordon-no-such-command"])
+        .env("PATH", &fx.workspace)
+        .run();
+    r.assert_helper_error(exit::EXEC);
+    assert!(r.stderr.contains("ENOENT"), "{r}");
+    let script = fx.ws_file("cordon-script", "#!/bin/sh\necho ran\n");
+    chmod(&script, 0o644);
+    let r = Spawn::helper(&valid_policy(&fx), &["cordon-script"])
+        .env("PATH", &fx.workspace)
+        .run();
+    r.assert_helper_error(exit::EXEC);
+    assert!(r.stderr.contains("EACCES"), "{r}");
+    // Control: made executable, found and run (outside the sandbox, where
+    // the workspace may execute).
+    chmod(&script, 0o755);
+    Spawn::new("/bin/sh", &["-c", "cordon-script"])
+        .env("PATH", &fx.workspace)
+        .run()
+        .assert_exit(0);
+}
+
 #[test]
 fn command_exit_status_is_passed_through() {
     let fx = Fixture::new();
