@@ -564,7 +564,7 @@ pub fn parse(bytes: &[u8]) -> Result<Policy> {
 /// that an error names its field. `parse` gives the same result, faster for
 /// well-formed documents (the fuzz target checks that they agree).
 pub fn checked(bytes: &[u8]) -> Result<Policy> {
-    let v = strict::parse(bytes).map_err(|e| {
+    let v = strict::parse(bytes, "policy").map_err(|e| {
         if e.is_data() {
             Error::Policy(e.to_string()) // a repeated key, named
         } else {

@@ -690,6 +690,8 @@ fn cmd_exec_json() -> i32 {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut text)
             .map_err(|e| Error::io("read request", e))?;
+        crate::policy::no_repeated_keys(&text, "request")
+            .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
         let req: Request = serde_json::from_str(&text)
             .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
         let mut args = Args {

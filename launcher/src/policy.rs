@@ -205,7 +205,8 @@ impl Config {
     pub fn parse(path: &Path, text: &str) -> Result<Config> {
         let is_json = path.extension().is_some_and(|e| e == "json");
         let cfg = if is_json {
-            serde_json::from_str(text).map_err(|e| e.to_string())
+            no_repeated_keys(text, "config")
+                .and_then(|()| serde_json::from_str(text).map_err(|e| e.to_string()))
         } else {
             toml::from_str(text).map_err(|e| e.to_string())
         };
@@ -284,6 +285,20 @@ fn apply(p: &mut Profile, d: ProfileDef) {
     }
     if d.cache_root.is_some() {
         p.cache_root = d.cache_root;
+    }
+}
+
+// The helper's strict JSON reading: a key repeated in one object is an
+// error, not "the last one wins" (configs and exec-json requests).
+#[path = "../../helper/src/policy/strict.rs"]
+mod strict;
+
+/// Refuse a JSON document with a key repeated in one object, naming it.
+pub fn no_repeated_keys(text: &str, root: &str) -> std::result::Result<(), String> {
+    match strict::parse(text.as_bytes(), root) {
+        Err(e) if e.is_data() => Err(e.to_string()),
+        // Syntax errors are left to the typed parse, which reports them.
+        _ => Ok(()),
     }
 }
 
@@ -472,6 +487,18 @@ rlimits = { nofile = 256 }
         let bad = "[profiles.x]\nhidee = []\n";
         assert!(Config::parse(Path::new("c.toml"), bad).is_err());
         assert!(c.resolve("nope").is_err());
+
+        // A repeated key is refused in JSON as TOML refuses it: a second
+        // profile of the same name must not silently replace the first.
+        let twice = r#"{"profiles": {"x": {"hide": ["/etc/passwd"]}, "x": {}}}"#;
+        let e = Config::parse(Path::new("c.json"), twice).unwrap_err().to_string();
+        assert!(e.contains("profiles: key \"x\" appears twice"), "{e}");
+        let twice = "[profiles.x]\nhide = [\"/etc/passwd\"]\n[profiles.x]\n";
+        assert!(Config::parse(Path::new("c.toml"), twice).is_err());
+        assert!(no_repeated_keys(r#"{"env": {"A": "1", "A": "2"}}"#, "request")
+            .unwrap_err()
+            .starts_with("env: key \"A\" appears twice"));
+        assert!(no_repeated_keys(r#"{"env": {"A": "1", "B": "2"}}"#, "request").is_ok());
     }
 
     #[test]

@@ -72,7 +72,10 @@ impl<'de> Visitor<'de> for TopVisitor {
                 rest.insert(k, Value::Object(f));
             } else {
                 // Repeated keys further down send the document to the walk.
-                let v = a.next_value_seed(Strict { path: &k })?;
+                let v = a.next_value_seed(Strict {
+                    path: &k,
+                    root: "policy",
+                })?;
                 rest.insert(k, v);
             }
         }
@@ -110,6 +113,7 @@ impl<'de> Visitor<'de> for FsVisitor {
                 "deny" if deny.is_none() => {
                     deny = Some(a.next_value_seed(Strict {
                         path: "filesystem.deny",
+                        root: "policy",
                     })?)
                 }
                 _ => return Err(no()),

@@ -3,15 +3,18 @@
 //! Why: `Value` keeps the last of two equal keys, so
 //! `{"filesystem": {"deny": ["/secret"], "deny": []}}` would parse as no deny
 //! at all. JSON leaves repeated keys undefined; a policy must mean one thing,
-//! so a repeated key is an error naming where it is.
+//! so a repeated key is an error naming where it is. The launcher includes
+//! this file by path for its own JSON inputs (configs, exec-json requests).
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Deserializes one value; `path` names it in errors (`filesystem.deny[2]`).
+/// Deserializes one value; `path` names it in errors (`filesystem.deny[2]`),
+/// `root` names the document when `path` is empty.
 pub(super) struct Strict<'a> {
     pub path: &'a str,
+    pub root: &'a str,
 }
 
 impl<'de> DeserializeSeed<'de> for Strict<'_> {
@@ -73,7 +76,10 @@ impl<'de> Visitor<'de> for Strict<'_> {
         let mut out = Vec::new();
         loop {
             let path = format!("{}[{}]", self.path, out.len());
-            match a.next_element_seed(Strict { path: &path })? {
+            match a.next_element_seed(Strict {
+                path: &path,
+                root: self.root,
+            })? {
                 Some(v) => out.push(v),
                 None => return Ok(Value::Array(out)),
             }
@@ -85,26 +91,30 @@ impl<'de> Visitor<'de> for Strict<'_> {
         while let Some(k) = a.next_key::<String>()? {
             if out.contains_key(&k) {
                 let at = if self.path.is_empty() {
-                    "policy"
+                    self.root
                 } else {
                     self.path
                 };
                 return Err(de::Error::custom(format!(
-                    "{at}: key \"{k}\" appears twice (a policy must mean one thing)"
+                    "{at}: key \"{k}\" appears twice (JSON does not say which one counts)"
                 )));
             }
             let path = child(self.path, &k);
-            let v = a.next_value_seed(Strict { path: &path })?;
+            let v = a.next_value_seed(Strict {
+                path: &path,
+                root: self.root,
+            })?;
             out.insert(k, v);
         }
         Ok(Value::Object(out))
     }
 }
 
-/// The whole document; a repeated key is an error like any schema error.
-pub(super) fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+/// The whole document, named `root` in errors; a repeated key is an error
+/// like any schema error.
+pub(super) fn parse(bytes: &[u8], root: &str) -> Result<Value, serde_json::Error> {
     let mut d = serde_json::Deserializer::from_slice(bytes);
-    let v = Strict { path: "" }.deserialize(&mut d)?;
+    let v = Strict { path: "", root }.deserialize(&mut d)?;
     d.end()?;
     Ok(v)
 }
@@ -116,7 +126,7 @@ mod tests {
     #[test]
     fn same_value_as_serde_json_without_repeats() {
         let doc = br#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": {"d": [[]]}}"#;
-        let ours = parse(doc).unwrap();
+        let ours = parse(doc, "policy").unwrap();
         let theirs: Value = serde_json::from_slice(doc).unwrap();
         assert_eq!(ours, theirs);
     }
@@ -138,15 +148,15 @@ mod tests {
                 "env.set: key \"A\"",
             ),
         ] {
-            let e = parse(doc.as_bytes()).unwrap_err().to_string();
+            let e = parse(doc.as_bytes(), "policy").unwrap_err().to_string();
             assert!(e.starts_with(want), "{doc}: {e}");
         }
     }
 
     #[test]
     fn trailing_garbage_and_depth_are_still_refused() {
-        assert!(parse(br#"{} x"#).is_err());
+        assert!(parse(br#"{} x"#, "policy").is_err());
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-        assert!(parse(deep.as_bytes()).is_err());
+        assert!(parse(deep.as_bytes(), "policy").is_err());
     }
 }
