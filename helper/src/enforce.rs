@@ -105,6 +105,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
 
     // The PATH search runs under Landlock, seeing what the command will see.
     cmd.resolve()?;
+    cmd.report_failure_to(opts.report_fd);
     // Built only when someone reads it (≈ 30 µs of JSON).
     let report = opts.report_fd.map(|_| {
         report::build(report::Facts {

@@ -20,6 +20,10 @@ pub struct Command {
     search_path: Option<OsString>,
     name: OsString,
     msg_prefix: Vec<u8>,
+    /// The report fd (close-on-exec, so a successful exec closes it) and the
+    /// start of the line written to it when exec fails.
+    report_fd: Option<i32>,
+    report_prefix: Vec<u8>,
 }
 
 fn cstring(s: &OsStr, what: &str) -> Result<CString> {
@@ -51,6 +55,8 @@ pub fn prepare(argv: &[OsString], env: env::Prepared) -> Result<Command> {
         search_path: env.path,
         name: name.clone(),
         msg_prefix: Vec::new(),
+        report_fd: None,
+        report_prefix: Vec::new(),
     })
 }
 
@@ -94,28 +100,39 @@ impl Command {
                 }
             }
         }
-        self.msg_prefix = format!(
-            "cordon-helper: error: cannot execute {}: ",
-            String::from_utf8_lossy(self.path.as_bytes())
+        let shown = String::from_utf8_lossy(self.path.as_bytes());
+        self.msg_prefix = format!("cordon-helper: error: cannot execute {shown}: ").into_bytes();
+        self.report_prefix = format!(
+            "{{\"exec_failed\":{{\"path\":{},\"errno\":\"",
+            serde_json::Value::from(shown.as_ref())
         )
         .into_bytes();
         Ok(())
     }
 
+    /// After the report line, a failed exec adds `{"exec_failed": {"path",
+    /// "errno"}}` on `fd`: the launcher tells a command that could not start
+    /// (126/127) from one that exited 74.
+    pub fn report_failure_to(&mut self, fd: Option<i32>) {
+        self.report_fd = fd;
+    }
+
     /// execve, or report the errno on stderr and exit 74 — without allocating.
     pub fn exec(self) -> ! {
         let errno = sys::execve(&self.path, &self.argv_ptrs, &self.envp_ptrs);
+        let mut buf = [0u8; 12];
+        let name: &[u8] = match crate::errno::name(errno as u16) {
+            Some(n) => n.as_bytes(),
+            None => itoa(errno, &mut buf),
+        };
         let _ = sys::write_all(2, &self.msg_prefix);
-        match crate::errno::name(errno as u16) {
-            Some(n) => {
-                let _ = sys::write_all(2, n.as_bytes());
-            }
-            None => {
-                let mut buf = [0u8; 12];
-                let _ = sys::write_all(2, itoa(errno, &mut buf));
-            }
-        }
+        let _ = sys::write_all(2, name);
         let _ = sys::write_all(2, b"\n");
+        if let Some(fd) = self.report_fd {
+            let _ = sys::write_all(fd, &self.report_prefix);
+            let _ = sys::write_all(fd, name);
+            let _ = sys::write_all(fd, b"\"}}\n");
+        }
         sys::exit_now(74)
     }
 }

@@ -51,8 +51,13 @@ pub struct Args {
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T> {
-    v.parse()
-        .map_err(|_| Error::Usage(format!("{flag}: not a number: {v:?}")))
+    v.parse().map_err(|_| {
+        let what = match !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+            true => "out of range",
+            false => "not a number",
+        };
+        Error::Usage(format!("{flag}: {what}: {v:?}"))
+    })
 }
 
 pub fn parse_args(argv: &[String]) -> Result<Args> {
@@ -117,7 +122,12 @@ fn env_map() -> BTreeMap<String, String> {
         .collect()
 }
 
-fn absolute(p: &Path) -> Result<PathBuf> {
+/// `p` made absolute against the current directory. An empty value is an
+/// error, not the current directory: `--rw "$UNSET"` must not grant it.
+fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
+    if p.as_os_str().is_empty() {
+        return Err(Error::Usage(format!("{flag}: empty path")));
+    }
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
@@ -309,28 +319,62 @@ pub fn prepare(
     let env = env_map();
     let euid = sys::geteuid();
     let workspace = match &args.workspace {
-        Some(w) => absolute(w)?,
+        Some(w) => absolute("--workspace", w)?,
         None => std::env::current_dir().map_err(|e| Error::io("current directory", e))?,
     };
     let mut opts = Options::new(args.command.clone(), workspace);
     opts.workspace_implicit = args.workspace.is_none();
-    opts.cwd = args.cwd.as_deref().map(absolute).transpose()?;
-    opts.rw = args.rw.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
-    opts.ro = args.ro.iter().map(|p| absolute(p)).collect::<Result<_>>()?;
+    opts.cwd = args
+        .cwd
+        .as_deref()
+        .map(|p| absolute("--cwd", p))
+        .transpose()?;
+    opts.rw = args
+        .rw
+        .iter()
+        .map(|p| absolute("--rw", p))
+        .collect::<Result<_>>()?;
+    opts.ro = args
+        .ro
+        .iter()
+        .map(|p| absolute("--ro", p))
+        .collect::<Result<_>>()?;
     opts.hide = args
         .hide
         .iter()
-        .map(|p| absolute(p))
+        .map(|p| absolute("--hide", p))
         .collect::<Result<_>>()?;
     opts.network = args.network;
+    // A passed-through variable whose value is not UTF-8 cannot be carried
+    // as text: refused, not silently left unset.
+    for e in &args.env {
+        if let EnvArg::Pass(n) = e {
+            if !env.contains_key(n) && std::env::var_os(n).is_some() {
+                return Err(Error::Env(format!(
+                    "--env {n}: the caller's value is not valid UTF-8; pass it as --env {n}=VALUE"
+                )));
+            }
+        }
+    }
     opts.env = args.env.clone();
     opts.allow_injection = args.allow_injection.clone();
     opts.timeout = args.timeout;
     opts.layers = args.layers.unwrap_or(Layers::Both);
+    // (uid_t)-1 means "leave unchanged" to setresuid: never a sandbox uid.
+    if args.uid == Some(u32::MAX) {
+        return Err(Error::Usage(format!(
+            "--uid: {} is not a valid uid",
+            u32::MAX
+        )));
+    }
     opts.uid = args.uid;
     opts.degrade_outer = args.degrade_outer;
     opts.degrade_inner = args.degrade_inner;
-    opts.cache_root = args.cache_root.as_deref().map(absolute).transpose()?;
+    opts.cache_root = args
+        .cache_root
+        .as_deref()
+        .map(|p| absolute("--cache-root", p))
+        .transpose()?;
 
     let mut degraded = Vec::new();
     let bwrap = if opts.layers == Layers::Inner {
@@ -475,12 +519,28 @@ pub fn prepare(
 fn out_line(s: &str) {
     use std::io::Write as _;
     let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{s}");
-    let _ = o.flush();
+    crate::note_out(writeln!(o, "{s}").and_then(|()| o.flush()));
 }
 
+/// One line, always: a newline in a path or a message is shown as `\n`.
 fn print_err(e: &Error) {
-    eprintln!("cordon: error: {e}");
+    eprintln!("cordon: error: {}", one_line(&e.to_string()));
+}
+
+pub(crate) fn one_line(s: &str) -> String {
+    s.trim_end().replace('\r', "\\r").replace('\n', "\\n")
+}
+
+/// `--json` anywhere before the command: errors in parsing the rest of the
+/// options are then reported as JSON too.
+fn wants_json(argv: &[String]) -> bool {
+    argv.iter()
+        .take_while(|a| a.as_str() != "--")
+        .any(|a| a == "--json")
+}
+
+fn wants_help(argv: &[String]) -> bool {
+    matches!(argv.first().map(String::as_str), Some("--help" | "-h"))
 }
 
 fn result_json(r: &SandboxResult, p: &Prepared) -> Value {
@@ -516,10 +576,18 @@ pub fn exit_status(r: &SandboxResult) -> i32 {
 }
 
 fn cmd_run(argv: &[String]) -> i32 {
+    if wants_help(argv) {
+        crate::outln!("{USAGE}");
+        return 0;
+    }
     let args = match parse_args(argv) {
         Ok(a) => a,
         Err(e) => {
-            print_err(&e);
+            if wants_json(argv) {
+                out_line(&error_json(&e).to_string());
+            } else {
+                print_err(&e);
+            }
             return e.exit_code();
         }
     };
@@ -532,9 +600,6 @@ fn cmd_run(argv: &[String]) -> i32 {
         }
         e.exit_code()
     };
-    if let Err(e) = runner::install_handlers() {
-        return fail(e);
-    }
     let profile = match load_profile(&args, None) {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -595,6 +660,10 @@ fn shell_quote(s: &str) -> String {
 }
 
 fn cmd_explain(argv: &[String]) -> i32 {
+    if wants_help(argv) {
+        crate::outln!("{USAGE}");
+        return 0;
+    }
     let r = (|| -> Result<(Prepared, bool)> {
         let args = parse_args(argv)?;
         let profile = load_profile(&args, None)?;
@@ -603,7 +672,11 @@ fn cmd_explain(argv: &[String]) -> i32 {
     let (prep, json_out) = match r {
         Ok(x) => x,
         Err(e) => {
-            print_err(&e);
+            if wants_json(argv) {
+                out_line(&error_json(&e).to_string());
+            } else {
+                print_err(&e);
+            }
             return e.exit_code();
         }
     };
@@ -686,10 +759,13 @@ struct Request {
 
 fn cmd_exec_json() -> i32 {
     let r = (|| -> Result<(SandboxResult, Prepared)> {
-        runner::install_handlers()?;
+        const MAX_REQUEST: u64 = 16 << 20;
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut text)
+        std::io::Read::read_to_string(&mut std::io::stdin().take(MAX_REQUEST + 1), &mut text)
             .map_err(|e| Error::io("read request", e))?;
+        if text.len() as u64 > MAX_REQUEST {
+            return Err(Error::Usage("exec-json request: larger than 16 MiB".into()));
+        }
         crate::policy::no_repeated_keys(&text, "request")
             .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
         let req: Request = serde_json::from_str(&text)
@@ -763,8 +839,15 @@ pub fn main(argv: Vec<String>) -> i32 {
             crate::outln!("{USAGE}");
             0
         }
-        _ => {
-            eprintln!("{USAGE}");
+        None => {
+            eprintln!("cordon: error: no subcommand given (run, explain, exec-json, doctor or verify; cordon --help shows the options)");
+            exit::SETUP
+        }
+        Some(other) => {
+            eprintln!(
+                "cordon: error: unknown subcommand {:?} (expected run, explain, exec-json, doctor or verify; cordon --help shows the options)",
+                other
+            );
             exit::SETUP
         }
     }

@@ -139,7 +139,17 @@ fn status_field(name: &str) -> Option<String> {
 
 pub fn main(args: &[String]) -> i32 {
     let json_out = args.iter().any(|a| a == "--json");
-    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    if let Some(a) = args.iter().find(|a| *a != "--json") {
+        let e = crate::error::Error::Usage(format!(
+            "doctor: unknown argument {a:?} (cordon doctor [--json])"
+        ));
+        eprintln!("cordon: error: {e}");
+        return e.exit_code();
+    }
+    // Variables that are not UTF-8 are left out (as `run` does), not a panic.
+    let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     let mut checks: Vec<Check> = Vec::new();
     checks.push(Check {
         name: "kernel",
@@ -221,11 +231,12 @@ pub fn main(args: &[String]) -> i32 {
                 fix: "install bubblewrap >= 0.8.0".into(),
             });
         }
+        // The error already names its fix.
         Err(e) => checks.push(Check {
             name: "bwrap",
             ok: Some(false),
             detail: e.to_string(),
-            fix: "apt install bubblewrap".into(),
+            fix: String::new(),
         }),
     }
     let exe = std::env::current_exe().ok();
@@ -304,7 +315,11 @@ pub fn main(args: &[String]) -> i32 {
             if c.ok == Some(true) {
                 crate::outln!("{st} {}: {}", c.name, c.detail);
             } else {
-                crate::outln!("{st} {}: {} — fix: {}", c.name, c.detail, c.fix);
+                if c.fix.is_empty() {
+                    crate::outln!("{st} {}: {}", c.name, c.detail);
+                } else {
+                    crate::outln!("{st} {}: {} — fix: {}", c.name, c.detail, c.fix);
+                }
             }
         }
     }

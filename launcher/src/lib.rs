@@ -26,12 +26,34 @@ mod sys;
 pub mod verify;
 
 /// `println!` that cannot panic: with Rust's SIGPIPE disposition a closed
-/// stdout (`cordon doctor | head -1`) makes `println!` panic; the reader is
-/// gone, so the line is simply dropped.
+/// stdout (`cordon doctor | head -1`) makes `println!` panic. A reader that
+/// went away (EPIPE) chose to stop: the line is dropped. Any other failure
+/// (a full disk, a closed stdout) loses output the caller wanted: it is
+/// remembered, and the launcher exits 125 saying so (`out_failed`).
 #[macro_export]
 macro_rules! outln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+        $crate::note_out(writeln!(std::io::stdout().lock(), $($t)*));
     }};
+}
+
+static OUT_ERRNO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Record a failed write to stdout (see `outln!`).
+pub fn note_out(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let n = e.raw_os_error().unwrap_or(libc::EIO);
+            OUT_ERRNO.store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// The first failed write to stdout other than EPIPE, if any.
+pub fn out_failed() -> Option<std::io::Error> {
+    match OUT_ERRNO.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(std::io::Error::from_raw_os_error(n)),
+    }
 }

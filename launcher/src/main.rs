@@ -22,10 +22,27 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // SAFETY: installing SIG_IGN runs no code of ours.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     // SAFETY: argc and argv are what the C runtime passed to main.
-    let argv: Vec<String> = unsafe { startup::args(argc, argv) }
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let raw = unsafe { startup::args(argc, argv) };
+    // Arguments are text: bytes that are not UTF-8 would have to be changed
+    // (a path or an argument that names something else), so they are refused.
+    let mut argv: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, a) in raw.into_iter().enumerate() {
+        match a.into_string() {
+            Ok(s) => argv.push(s),
+            Err(a) => {
+                eprintln!(
+                    "cordon: error: argument {i} is not valid UTF-8 ({}); cordon passes arguments as text only",
+                    a.to_string_lossy()
+                );
+                std::process::exit(cordon::error::exit::SETUP);
+            }
+        }
+    }
+    let code = cordon::cli::main(argv);
+    if let Some(e) = cordon::out_failed() {
+        eprintln!("cordon: error: cannot write to stdout: {e}; the output is lost");
+        std::process::exit(cordon::error::exit::SETUP);
+    }
     // exit, not return: it flushes stdout.
-    std::process::exit(cordon::cli::main(argv));
+    std::process::exit(code);
 }

@@ -35,13 +35,21 @@ pub trait Fs {
     fn has_acl(&self, p: &Path) -> bool;
     /// May `uid` (with primary group `gid`) create files in directory `p`? Only
     /// the mode bits are considered (the sandbox has no capabilities).
+    /// By the mode bits of its class: a directory needs write and search, a
+    /// file write.
     fn writable_by(&self, p: &Path, uid: u32, gid: u32) -> bool {
-        match self.lstat(p) {
-            Some(m) if uid == m.uid => m.mode & 0o300 == 0o300,
-            Some(m) if gid == m.gid => m.mode & 0o030 == 0o030,
-            Some(m) => m.mode & 0o003 == 0o003,
-            None => false,
-        }
+        let Some(m) = self.lstat(p) else {
+            return false;
+        };
+        let need = if m.kind == Kind::Dir { 0o3 } else { 0o2 };
+        let class = if uid == m.uid {
+            m.mode >> 6
+        } else if gid == m.gid {
+            m.mode >> 3
+        } else {
+            m.mode
+        };
+        class & need == need
     }
 }
 

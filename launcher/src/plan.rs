@@ -351,6 +351,9 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     }
     let cache_root = opts.cache_root.as_ref().or(profile.cache_root.as_ref());
     if let Some(c) = cache_root {
+        if fs.lstat(c).is_some_and(|m| m.kind != Kind::Dir) {
+            return Err(Error::path(c, "cache root must be a directory"));
+        }
         writable.push(paths::validate_writable(fs, c, &all_creds)?);
     }
     dedup(&mut writable);
@@ -537,12 +540,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             Some(_) => if_readable.push(p.clone()),
         }
     }
-    let explicit: Vec<&PathBuf> = profile
-        .hide
-        .iter()
-        .chain(&opts.hide)
-        .chain(&if_readable)
-        .collect();
+    // Each path once: `--hide X --hide X` is one mask.
+    let mut explicit: Vec<&PathBuf> = Vec::new();
+    for h in profile.hide.iter().chain(&opts.hide).chain(&if_readable) {
+        if !explicit.iter().any(|e| paths::same(e, h)) {
+            explicit.push(h);
+        }
+    }
     let creds: Vec<PathBuf> = all_creds
         .iter()
         .filter(|c| !shown(c, &profile.show))
@@ -605,7 +609,9 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     dedup(&mut deny);
 
     for w in &writable {
-        if fs.lstat(w).map(|m| m.kind) == Some(Kind::Dir) && !fs.writable_by(w, uid, gid) {
+        if matches!(fs.lstat(w).map(|m| m.kind), Some(Kind::Dir | Kind::File))
+            && !fs.writable_by(w, uid, gid)
+        {
             return Err(Error::Uid(format!(
                 "the sandbox runs as uid {uid} (gid {gid}), which cannot write {}; chown it, or choose another uid with --uid",
                 w.display()
@@ -919,6 +925,8 @@ fn check_visible_dir(ops: &[Op], fs: &dyn Fs, d: &Path) -> Result<()> {
     }
 }
 
+/// The mode of what `p` names in the sandbox, if it is there (0: a
+/// directory, which exists but cannot be executed).
 fn visible_file(ops: &[Op], fs: &dyn Fs, p: &Path) -> Option<u32> {
     let real = fs.canonicalize(p).ok()?;
     match provider(ops, &real) {
@@ -926,7 +934,7 @@ fn visible_file(ops: &[Op], fs: &dyn Fs, p: &Path) -> Option<u32> {
         _ => return None,
     }
     let m = fs.lstat(&real)?;
-    (m.kind != Kind::Dir).then_some(m.mode)
+    Some(if m.kind == Kind::Dir { 0 } else { m.mode })
 }
 
 /// Find the command the way the helper will (PATH search for names without '/'),

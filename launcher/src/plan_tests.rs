@@ -740,6 +740,23 @@ fn shadow_backups_masked_only_where_readable() {
     };
     // 0640 root:shadow, as Debian leaves it: uid 1000 outside the group.
     assert!(!run(0o640, false, 1000, vec![]));
+    // The same path twice is one mask.
+    let mut o = opts(&["true"]);
+    o.hide.push("/etc/passwd".into());
+    o.hide.push("/etc/passwd".into());
+    let p = build(
+        &builtin("default").unwrap(),
+        &o,
+        &host(1000),
+        &FakeFs::host(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.bwrap_argv.iter().filter(|a| *a == "/etc/passwd").count(),
+        1,
+        "{:?}",
+        p.bwrap_argv
+    );
     // Named by --hide (or a profile's hide): masked, and no note says otherwise.
     let mut fs = FakeFs::host();
     fs.file("/etc/shadow-", 1);
@@ -789,4 +806,30 @@ fn shadow_backups_masked_only_where_readable() {
         "{:?}",
         p.notes
     );
+}
+
+/// A writable path the sandbox uid cannot write is refused, file or
+/// directory (a file used to pass, and the write then failed inside); a cache
+/// root must be a directory.
+#[test]
+fn writable_paths_must_be_writable_by_the_sandbox_uid() {
+    let mut fs = FakeFs::host();
+    fs.file("/work/notes.txt", 1);
+    fs.perms("/work/notes.txt", 0, 0, 0o644);
+    let mut o = opts(&["true"]);
+    o.rw.push("/work/notes.txt".into());
+    assert!(matches!(
+        build(&builtin("default").unwrap(), &o, &host(1000), &fs),
+        Err(Error::Uid(_))
+    ));
+    // Control: group-writable for the sandbox's gid, or its own file.
+    fs.perms("/work/notes.txt", 0, 1000, 0o664);
+    assert!(build(&builtin("default").unwrap(), &o, &host(1000), &fs).is_ok());
+    fs.perms("/work/notes.txt", 1000, 1000, 0o644);
+    assert!(build(&builtin("default").unwrap(), &o, &host(1000), &fs).is_ok());
+
+    let mut o = opts(&["true"]);
+    o.cache_root = Some("/work/notes.txt".into());
+    let e = build(&builtin("default").unwrap(), &o, &host(1000), &fs).unwrap_err();
+    assert!(e.to_string().contains("must be a directory"), "{e}");
 }

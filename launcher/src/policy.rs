@@ -201,6 +201,20 @@ pub struct Config {
     pub profiles: BTreeMap<String, ProfileDef>,
 }
 
+/// toml's message is a multi-line caret diagram; errors are one line.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(r) => {
+            let before = &text[..r.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
 impl Config {
     pub fn parse(path: &Path, text: &str) -> Result<Config> {
         let is_json = path.extension().is_some_and(|e| e == "json");
@@ -208,7 +222,7 @@ impl Config {
             no_repeated_keys(text, "config")
                 .and_then(|()| serde_json::from_str(text).map_err(|e| e.to_string()))
         } else {
-            toml::from_str(text).map_err(|e| e.to_string())
+            toml::from_str(text).map_err(|e: toml::de::Error| toml_error(text, &e))
         };
         cfg.map_err(|reason| Error::Config {
             path: path.into(),
@@ -216,11 +230,32 @@ impl Config {
         })
     }
 
+    /// A regular file of at most 1 MiB: a FIFO or a device (`--config
+    /// /dev/zero`) would block or fill memory before any error is shown.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const MAX_CONFIG: u64 = 1 << 20;
+        let fail = |reason: String| Error::Config {
             path: path.into(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| fail(e.to_string()))?;
+        let meta = f.metadata().map_err(|e| fail(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(fail("not a regular file".into()));
+        }
+        let mut text = String::new();
+        f.take(MAX_CONFIG + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| fail(e.to_string()))?;
+        if text.len() as u64 > MAX_CONFIG {
+            return Err(fail("larger than 1 MiB".into()));
+        }
         Config::parse(path, &text)
     }
 
@@ -491,13 +526,17 @@ rlimits = { nofile = 256 }
         // A repeated key is refused in JSON as TOML refuses it: a second
         // profile of the same name must not silently replace the first.
         let twice = r#"{"profiles": {"x": {"hide": ["/etc/passwd"]}, "x": {}}}"#;
-        let e = Config::parse(Path::new("c.json"), twice).unwrap_err().to_string();
+        let e = Config::parse(Path::new("c.json"), twice)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("profiles: key \"x\" appears twice"), "{e}");
         let twice = "[profiles.x]\nhide = [\"/etc/passwd\"]\n[profiles.x]\n";
         assert!(Config::parse(Path::new("c.toml"), twice).is_err());
-        assert!(no_repeated_keys(r#"{"env": {"A": "1", "A": "2"}}"#, "request")
-            .unwrap_err()
-            .starts_with("env: key \"A\" appears twice"));
+        assert!(
+            no_repeated_keys(r#"{"env": {"A": "1", "A": "2"}}"#, "request")
+                .unwrap_err()
+                .starts_with("env: key \"A\" appears twice")
+        );
         assert!(no_repeated_keys(r#"{"env": {"A": "1", "B": "2"}}"#, "request").is_ok());
     }
 

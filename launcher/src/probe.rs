@@ -17,12 +17,12 @@ use std::time::Duration;
 pub fn find_bwrap(env_bwrap: Option<&str>, path_var: Option<&str>) -> Result<PathBuf> {
     if let Some(b) = env_bwrap.filter(|b| !b.is_empty()) {
         let p = PathBuf::from(b);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(Error::BwrapMissing(format!(
-                "CORDON_BWRAP={b} does not exist"
-            )))
+        return match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => Ok(p),
+            Ok(_) => Err(Error::BwrapMissing(format!(
+                "CORDON_BWRAP={b} is not a regular file"
+            ))),
+            Err(e) => Err(Error::BwrapMissing(format!("CORDON_BWRAP={b}: {e}"))),
         };
     }
     for d in path_var
@@ -179,10 +179,12 @@ fn run_sandbox(
         let _ = std::io::Read::read_to_end(&mut std::fs::File::from(out), &mut text);
     }
     let status = sys::wait_exit(pid).map_err(|e| format!("wait: {e}"))?;
-    Ok((
-        status.success(),
-        String::from_utf8_lossy(&text).into_owned(),
-    ))
+    let mut text = String::from_utf8_lossy(&text).into_owned();
+    if !status.success() && text.trim().is_empty() {
+        // Nothing said (not bwrap, or killed): at least how it ended.
+        text = format!("{} ended with {status} and no message", argv[0]);
+    }
+    Ok((status.success(), text))
 }
 
 /// What the shell inside the /proc check runs: $1 = the sibling's pid, $2 =
@@ -375,8 +377,14 @@ pub fn remember_file_masks(bwrap: &Path, uid: u32, cache_dir: Option<&Path>, mas
     let Some(mut v) = cache_read_value(dir, &key) else {
         return;
     };
+    // A plan with more masks than an early start allows never starts early:
+    // recording it would only stop every later run from doing so. A record
+    // above the limit (written before this check) is replaced.
+    if masks as u64 > MAX_EARLY_FILE_MASKS {
+        return;
+    }
     let known = v.get("file_masks").and_then(|m| m.as_u64());
-    if known.is_some_and(|k| k >= masks as u64) {
+    if known.is_some_and(|k| k >= masks as u64 && k <= MAX_EARLY_FILE_MASKS) {
         return;
     }
     v["file_masks"] = json!(masks);
@@ -475,6 +483,35 @@ pub fn preflight(i: &ProbeInput) -> Result<ProbeOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan too large to start early is not recorded, and a record above
+    /// the limit (once written by such a plan) no longer blocks early starts.
+    #[test]
+    fn file_mask_records_stay_within_the_early_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let bwrap = Path::new("/bin/sh");
+        let key = cache_key(bwrap, 4242).unwrap();
+        let masks = || {
+            cache_read_value(dir.path(), &key).unwrap()["file_masks"]
+                .as_u64()
+                .unwrap()
+        };
+        cache_write_value(
+            dir.path(),
+            &key,
+            &json!({"proc": "fresh", "file_masks": 3002}),
+        );
+        assert!(cached_launch(bwrap, 4242, Some(dir.path()), false).is_none());
+        remember_file_masks(bwrap, 4242, Some(dir.path()), 2);
+        assert_eq!(masks(), 2);
+        assert!(cached_launch(bwrap, 4242, Some(dir.path()), false).is_some());
+        remember_file_masks(bwrap, 4242, Some(dir.path()), 3002);
+        assert_eq!(masks(), 2);
+        remember_file_masks(bwrap, 4242, Some(dir.path()), 1);
+        assert_eq!(masks(), 2, "never lowered within the limit");
+        remember_file_masks(bwrap, 4242, Some(dir.path()), 5);
+        assert_eq!(masks(), 5);
+    }
 
     #[test]
     fn transient_failures_are_retried_four_times_without_a_last_wait() {

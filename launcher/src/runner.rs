@@ -90,7 +90,15 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Route SIGINT/SIGTERM/SIGHUP to the runner, which tears the sandbox down.
+///
+/// Installed when the first sandbox starts (`launch`), not before: until
+/// then nothing needs tearing down, and a signal during setup (a slow config,
+/// an exec-json request still arriving) ends the launcher at once. Once
+/// installed, later calls do nothing.
 pub fn install_handlers() -> Result<()> {
+    if SIGNAL_R.load(Ordering::Relaxed) >= 0 {
+        return Ok(());
+    }
     let (r, w) = sys::pipe().map_err(|e| Error::io("signal pipe", e))?;
     sys::set_nonblocking(w.as_raw_fd()).map_err(|e| Error::io("signal pipe", e))?;
     SIGNAL_R.store(std::os::fd::IntoRawFd::into_raw_fd(r), Ordering::Relaxed);
@@ -148,6 +156,13 @@ impl PolicyFile {
     /// helper starts only after bwrap has its arguments, which follow.
     fn fill(mut w: std::fs::File, policy: &Value) -> Result<()> {
         let text = serde_json::to_vec(policy).map_err(|e| Error::io("policy json", e.into()))?;
+        // The helper's own limit, said here in one line before it starts.
+        if text.len() > HELPER_POLICY_MAX {
+            return Err(Error::Usage(format!(
+                "the helper policy would be {} bytes, over the helper's {HELPER_POLICY_MAX}-byte limit (long --env values or many paths)",
+                text.len()
+            )));
+        }
         w.write_all(&text)
             .map_err(|e| Error::io("write policy file", e))?;
         seal(&w).map_err(|e| Error::io("seal policy file", e))
@@ -160,6 +175,9 @@ impl PolicyFile {
         Ok(p)
     }
 }
+
+/// cordon-helper refuses a larger policy (helper/src/policy.rs MAX_POLICY_BYTES).
+const HELPER_POLICY_MAX: usize = 64 * 1024;
 
 /// A memfd with `mode` (a memfd starts at 0777), close-on-exec, sealable.
 fn sealable_memfd(name: &std::ffi::CStr, mode: u32) -> std::io::Result<std::fs::File> {
@@ -479,6 +497,7 @@ impl Drop for Launched {
 /// Start bwrap (or the helper) per `spec`; see [`Launched`].
 /// `helper`: the helper file's fd, when the spec passes it.
 pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Result<Launched> {
+    install_handlers()?;
     let start = Instant::now();
     sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
     let (policy, policy_w) = if spec.fds.iter().any(|f| f.1 == FdRole::Policy) {
@@ -728,7 +747,10 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         let _ = sys::set_nonblocking(w.as_raw_fd());
     }
 
-    let deadline = plan.timeout.map(|t| start + Duration::from_secs(t));
+    // A timeout too large to add to a clock reading never expires.
+    let deadline = plan
+        .timeout
+        .and_then(|t| start.checked_add(Duration::from_secs(t)));
     let mut timed_out = false;
     let mut interrupted = None;
     let mut exited: Option<std::process::ExitStatus> = None;
@@ -919,6 +941,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             report_v.as_ref(),
             info_v.as_ref(),
             &stderr.data,
+            exec_failure(&report.data),
         )?;
     }
     // bwrap reports a command killed by a signal as 128 + signal.
@@ -962,6 +985,25 @@ fn first_json_line(data: &[u8]) -> Option<Value> {
         .or_else(|| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
 }
 
+/// The helper's line after its report when the command's exec failed
+/// (docs/helper.md): the error the launcher reports instead of a plain 74.
+fn exec_failure(report: &[u8]) -> Option<Error> {
+    let text = String::from_utf8_lossy(report);
+    let v: Value = text.lines().skip(1).find_map(|l| {
+        serde_json::from_str::<Value>(l)
+            .ok()?
+            .get("exec_failed")
+            .cloned()
+    })?;
+    let path = v.get("path")?.as_str()?;
+    let errno = v.get("errno")?.as_str()?;
+    let what = format!("{path} ({errno}, when the helper exec'd it)");
+    Some(match errno {
+        "ENOENT" => Error::CommandNotFound(what),
+        _ => Error::CommandNotExecutable(what),
+    })
+}
+
 /// Turn a sandbox that never reached the command into a launcher error.
 fn classify_setup_failure(
     plan: &Plan,
@@ -969,14 +1011,30 @@ fn classify_setup_failure(
     report: Option<&Value>,
     info: Option<&Value>,
     stderr: &[u8],
+    exec_failed: Option<Error>,
 ) -> Result<()> {
     let code = r.exit_code.unwrap_or(-1);
     let err = String::from_utf8_lossy(stderr).into_owned();
     if plan.layers != Layers::Inner && info.is_none() && code != 0 {
+        // bwrap said nothing (a wrapper, or a bwrap that died): its status.
+        if err.trim().is_empty() {
+            let how = match r.signal {
+                Some(s) if r.exit_code.is_none() => format!("killed by signal {s}"),
+                _ => format!("exit status {code}"),
+            };
+            return Err(Error::BwrapFailed {
+                stderr: format!("{how} before the sandbox started, with no message"),
+            });
+        }
         return Err(crate::probe::classify_bwrap_error(&err));
     }
     if plan.layers != Layers::Outer && report.is_none() && (64..=76).contains(&code) {
         return Err(Error::HelperFailed { code, stderr: err });
+    }
+    if plan.layers != Layers::Outer && code == 74 {
+        if let Some(e) = exec_failed {
+            return Err(e);
+        }
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -1313,4 +1313,188 @@ fn output_written_before_exit_is_complete() {
         assert!(out.bytes().all(|b| b == b'a'));
         assert_eq!(v["stderr"]["data"], "tail\n", "{v}");
     }
+}
+
+/// Bad input found by an audit of the CLI: each gets one `cordon: error:`
+/// line and exit 125 (or the documented 126/127), never a panic.
+#[test]
+fn awkward_input_is_one_line_and_documented() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    let one_line_125 = |args: &[&str]| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("cordon: error: "), "{args:?}: {err}");
+        err
+    };
+    // An empty path is not the current directory.
+    for flag in ["--rw", "--ro", "--hide", "--cwd", "--cache-root"] {
+        let e = one_line_125(&["run", "--workspace", w, flag, "", "--", "true"]);
+        assert!(e.contains("empty path"), "{e}");
+    }
+    one_line_125(&["run", "--workspace", "", "--", "true"]);
+    // No subcommand, an unknown one, a number out of range, an invalid uid.
+    one_line_125(&[]);
+    one_line_125(&["bogus"]);
+    let e = one_line_125(&["run", "--timeout", "18446744073709551616", "--", "true"]);
+    assert!(e.contains("out of range"), "{e}");
+    one_line_125(&["run", "--workspace", w, "--uid", "4294967295", "--", "true"]);
+    // A newline in a path stays on the error's one line.
+    one_line_125(&["run", "--workspace", "/tmp/cordon\nno-such", "--", "true"]);
+    one_line_125(&["doctor", "--bogus"]);
+    // Control: a timeout too large to add to a clock is simply never reached.
+    let out = run(&[
+        "run",
+        "--timeout",
+        "18446744073709551615",
+        "--workspace",
+        w,
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // --json before the bad option: the error is JSON too.
+    let out = run(&["run", "--json", "--timeout", "x", "--", "true"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["exit_code"], 125);
+}
+
+/// A regular file's contents only: a FIFO config would block forever, a
+/// device fill memory.
+#[test]
+fn config_must_be_a_small_regular_file() {
+    let ws = workspace();
+    let fifo = ws.path().join("cfg.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let w = ws.path().to_str().unwrap();
+    for cfg in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let t = std::time::Instant::now();
+        let out = run(&["run", "--config", cfg, "--workspace", w, "--", "true"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{cfg}: {err}");
+        assert!(err.contains("not a regular file"), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
+
+/// Exec failures the plan cannot foresee (a file that is not a program, a
+/// missing interpreter) are 126 / 127 launcher errors, not the helper's 74
+/// passed off as the command's status.
+#[test]
+fn exec_failures_inside_are_126_and_127() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    let garbage = ws.path().join("garbage.bin");
+    std::fs::write(&garbage, [0x7fu8, b'E', b'L', b'F', 0xff, 0xff, 0, 1, 2, 3]).unwrap();
+    let script = ws.path().join("bad-interp.sh");
+    std::fs::write(&script, "#!/nonexistent/interpreter\n").unwrap();
+    for p in [&garbage, &script] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (p, code, kind) in [
+        (&garbage, 126, "command_not_executable"),
+        (&script, 127, "command_not_found"),
+    ] {
+        let (v, c) = json_run(ws.path(), &[], &[p.to_str().unwrap()]);
+        assert_eq!(c, code, "{v}");
+        assert_eq!(v["error"]["kind"], kind, "{v}");
+    }
+    // Control: a command that exits 74 by itself keeps its status.
+    let (v, c) = json_run(ws.path(), &[], &["sh", "-c", "exit 74"]);
+    assert_eq!((c, &v["exit_code"]), (74, &Value::from(74)), "{v}");
+    assert_eq!(v["ok"], true, "{v}");
+    let out = run(&["run", "--workspace", w, "--", "sh", "-c", "exit 74"]);
+    assert_eq!(out.status.code(), Some(74));
+}
+
+/// Output the caller asked for and did not get is an error (EPIPE excepted:
+/// that reader chose to stop).
+#[test]
+fn lost_output_is_an_error() {
+    let ws = workspace();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = cmd()
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("cannot write to stdout"), "{err}");
+}
+
+/// Before a sandbox exists, SIGTERM ends the launcher at once: an exec-json
+/// request still arriving used to hold it until stdin closed.
+#[test]
+fn signal_before_the_sandbox_ends_the_launcher_at_once() {
+    let mut child = cmd()
+        .arg("exec-json")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(st.signal(), Some(libc::SIGTERM));
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(child.stdin.take());
+}
+
+/// `--rw` of a file the sandbox uid cannot write is refused before anything
+/// runs, as a directory is (as root the sandbox runs as 65534).
+#[test]
+fn rw_file_not_writable_by_the_sandbox_uid_is_refused() {
+    let ws = workspace();
+    let f = ws.path().join("notes.txt");
+    std::fs::write(&f, "x").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--rw",
+        f.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    // Control: writable, it is accepted.
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--rw",
+        f.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
