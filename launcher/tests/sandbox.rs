@@ -1474,27 +1474,22 @@ fn rw_file_not_writable_by_the_sandbox_uid_is_refused() {
     let ws = workspace();
     let f = ws.path().join("notes.txt");
     std::fs::write(&f, "x").unwrap();
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let out = run(&[
-        "run",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--rw",
-        f.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
-    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let run_with_mode = |mode: u32| {
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+        let w = ws.path().to_str().unwrap();
+        run(&[
+            "run",
+            "--workspace",
+            w,
+            "--rw",
+            f.to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .status
+        .code()
+    };
+    assert_eq!(run_with_mode(0o444), Some(125));
     // Control: writable, it is accepted.
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = run(&[
-        "run",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--rw",
-        f.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_with_mode(0o666), Some(0));
 }
