@@ -128,6 +128,19 @@ fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
     if p.as_os_str().is_empty() {
         return Err(Error::Usage(format!("{flag}: empty path")));
     }
+    // Said here: past these limits every lookup fails, and "does not exist"
+    // would be the wrong reason.
+    let (max_path, max_name) = (libc::PATH_MAX as usize, 255);
+    if p.as_os_str().len() >= max_path {
+        return Err(Error::Usage(format!(
+            "{flag}: path longer than {max_path} bytes"
+        )));
+    }
+    if p.iter().any(|c| c.len() > max_name) {
+        return Err(Error::Usage(format!(
+            "{flag}: a path component longer than {max_name} bytes"
+        )));
+    }
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
@@ -856,6 +869,22 @@ pub fn main(argv: Vec<String>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absolute_refuses_empty_and_overlong_paths() {
+        assert!(absolute("--rw", Path::new("")).is_err());
+        let long = format!("/{}", "a/".repeat(2100));
+        assert!(absolute("--rw", Path::new(&long))
+            .unwrap_err()
+            .to_string()
+            .contains("longer than"));
+        let wide = format!("/tmp/{}", "b".repeat(256));
+        assert!(absolute("--rw", Path::new(&wide)).is_err());
+        // Control: at the limits it is accepted (whether it exists is the
+        // planner's question).
+        let ok = format!("/tmp/{}", "b".repeat(255));
+        assert_eq!(absolute("--rw", Path::new(&ok)).unwrap(), PathBuf::from(ok));
+    }
 
     #[test]
     fn passwd_lines_parse_like_libc() {

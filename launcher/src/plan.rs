@@ -596,12 +596,15 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                     masks_ro.push(op);
                 }
             }
-            _ => {
+            other => {
                 if is_explicit {
-                    notes.push(format!(
-                        "hide {}: not visible in the sandbox anyway",
-                        real.display()
-                    ));
+                    // Under a fresh /proc, /dev, /tmp or HOME the path names
+                    // the sandbox's own file, not the host's.
+                    let why = match other {
+                        Some(_) => "the sandbox has its own filesystem there, not the host's",
+                        None => "not visible in the sandbox anyway",
+                    };
+                    notes.push(format!("hide {}: {why}", real.display()));
                 }
             }
         }

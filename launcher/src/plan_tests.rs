@@ -833,3 +833,20 @@ fn writable_paths_must_be_writable_by_the_sandbox_uid() {
     let e = build(&builtin("default").unwrap(), &o, &host(1000), &fs).unwrap_err();
     assert!(e.to_string().contains("must be a directory"), "{e}");
 }
+
+/// `--hide` of a path under a filesystem of the sandbox's own (a fresh /proc,
+/// /dev, /tmp) says so rather than "not visible".
+#[test]
+fn hide_under_a_sandbox_filesystem_says_so() {
+    let fs = FakeFs::host();
+    let mut o = opts(&["true"]);
+    o.hide.push("/proc".into());
+    let p = build(&builtin("default").unwrap(), &o, &host(1000), &fs).unwrap();
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n == "hide /proc: the sandbox has its own filesystem there, not the host's"),
+        "{:?}",
+        p.notes
+    );
+}
