@@ -92,30 +92,52 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(w, e)
 }
 
-fn lchown(p: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+// The directories below ROOT belong to the sandbox uid, so a process of
+// that uid on the host may swap an entry for a symlink at any moment: as
+// root, nothing here may follow one. Entries are created exclusively and
+// without following a link, then changed through the open fd only.
+
+/// chmod and chown through the fd, never by path.
+fn own_fd(f: &std::fs::File, p: &Path, mode: u32, owner: Option<(u32, u32)>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(io(format!("chmod {}", p.display())))?;
     if let Some((u, g)) = owner {
-        std::os::unix::fs::lchown(p, Some(u), Some(g))
+        std::os::unix::fs::fchown(f, Some(u), Some(g))
             .map_err(io(format!("chown {}", p.display())))?;
     }
     Ok(())
 }
 
 fn mkdir(p: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     std::fs::DirBuilder::new()
         .mode(0o755)
         .create(p)
         .map_err(io(format!("mkdir {}", p.display())))?;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
-        .map_err(io(format!("chmod {}", p.display())))?;
-    lchown(p, owner)
+    let d = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(p)
+        .map_err(io(format!("open {}", p.display())))?;
+    own_fd(&d, p, 0o755, owner)
 }
 
 fn put(p: &Path, content: &str, owner: Option<(u32, u32)>) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let _ = std::fs::remove_file(p);
-    std::fs::write(p, content).map_err(io(format!("write {}", p.display())))?;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644))
-        .map_err(io(format!("chmod {}", p.display())))?;
-    lchown(p, owner)
+    // create_new: O_CREAT|O_EXCL, which never follows a symlink either.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(p)
+        .map_err(io(format!("create {}", p.display())))?;
+    f.write_all(content.as_bytes())
+        .map_err(io(format!("write {}", p.display())))?;
+    own_fd(&f, p, 0o644, owner)
 }
 
 /// Remove every entry of `dir` except `keep`.
@@ -523,4 +545,32 @@ fn spawn_marker(owner: Option<(u32, u32)>) -> Result<Marker> {
         .map(|a| format!("0x{a}"))
         .unwrap_or_else(|| "0x400000".into());
     Ok(Marker { pid, secret, addr })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A symlink planted where a fixture goes is replaced, never followed:
+    /// its target keeps its content and mode (verify runs as root among
+    /// directories the sandbox uid owns).
+    #[test]
+    fn put_and_mkdir_never_follow_a_planted_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::write(&target, "host data\n").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let p = d.path().join("fixture.txt");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        put(&p, "fixture\n", None).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "host data\n");
+        assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        assert!(m.is_file() && m.mode() & 0o777 == 0o644);
+        // A link where a directory goes is an error, not a chmod of its target.
+        let dir_link = d.path().join("dir");
+        std::os::unix::fs::symlink(d.path(), &dir_link).unwrap();
+        assert!(mkdir(&dir_link, None).is_err());
+        assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
+    }
 }
