@@ -204,6 +204,56 @@ impl Op {
     }
 }
 
+/// A mount moves with its directory: renaming an ordinary directory above a
+/// mask or a read-only bind nested in a writable bind carries the protection
+/// away, and the host path then holds whatever the command puts there (or a
+/// later run finds the hidden path "absent"). So every directory between the
+/// writable bind and such a nested mount is bound onto itself, with the
+/// access it already has: a mount point cannot be renamed or removed
+/// (EBUSY). Nothing is pinned inside a masked directory (it is empty).
+fn pins_for(writable: &[PathBuf], nested: &[Op]) -> Vec<Op> {
+    let masked = |p: &Path| {
+        nested
+            .iter()
+            .any(|o| matches!(o, Op::MaskDir(_) | Op::MaskFile(_)) && paths::is_under(p, o.dest()))
+    };
+    let mut pins: Vec<Op> = Vec::new();
+    for n in nested {
+        let dest = n.dest();
+        let Some(w) = writable
+            .iter()
+            .filter(|w| paths::is_under(dest, w) && !paths::same(w, dest))
+            .max_by_key(|w| w.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut d = dest.parent();
+        while let Some(p) = d {
+            if !paths::is_under(p, w) || paths::same(p, w) || masked(p) {
+                break;
+            }
+            // Read-only when a nested read-only bind below `w` covers it.
+            let ro = nested.iter().any(|o| {
+                matches!(o, Op::RoBind { .. })
+                    && paths::is_under(p, o.dest())
+                    && !paths::same(o.dest(), w)
+            });
+            let pin = match ro {
+                true => Op::RoBind {
+                    path: p.to_path_buf(),
+                    try_: false,
+                },
+                false => Op::Bind(p.to_path_buf()),
+            };
+            if !nested.iter().any(|o| paths::same(o.dest(), p)) && !pins.contains(&pin) {
+                pins.push(pin);
+            }
+            d = p.parent();
+        }
+    }
+    pins
+}
+
 /// The op that provides `p` inside the sandbox: the last one mounted at or above it.
 fn provider<'a>(ops: &'a [Op], p: &Path) -> Option<&'a Op> {
     ops.iter()
@@ -626,8 +676,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     let mut ops = ro_ops;
     ops.extend(masks_ro);
     ops.extend(writable.iter().cloned().map(Op::Bind));
-    ops.extend(ro_nested);
-    ops.extend(masks_rw);
+    let mut nested = ro_nested;
+    nested.extend(masks_rw);
+    let pins = pins_for(&writable, &nested);
+    nested.extend(pins);
+    // Parents before children (a stable sort: ties keep their order).
+    nested.sort_by_key(|o| o.dest().components().count());
+    ops.extend(nested);
     // The helper runs from the very fd that was hashed: through
     // /proc/self/fd when the sandbox has a /proc, else bound under /.cordon.
     // Its policy is read from an inherited fd either way (no mount needed).

@@ -850,3 +850,57 @@ fn hide_under_a_sandbox_filesystem_says_so() {
         p.notes
     );
 }
+
+/// Directories between a writable bind and a nested mask or read-only bind
+/// are bound onto themselves, parents first, so that the command cannot
+/// rename the protection away.
+#[test]
+fn nested_protections_are_pinned() {
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/config");
+    fs.dir("/work/ws/config/deep");
+    fs.file("/work/ws/config/deep/key.env", 1);
+    fs.dir("/work/ws/cfg");
+    fs.file("/work/ws/cfg/policy.txt", 1);
+    let mut o = opts(&["true"]);
+    o.hide.push("/work/ws/config/deep/key.env".into());
+    o.ro.push("/work/ws/cfg/policy.txt".into());
+    let p = build(&builtin("default").unwrap(), &o, &host(1000), &fs).unwrap();
+    let a = &p.bwrap_argv;
+    let ws = pos(a, &["--bind", "/work/ws", "/work/ws"]).unwrap();
+    let config = pos(a, &["--bind", "/work/ws/config", "/work/ws/config"]).unwrap();
+    let deep = pos(
+        a,
+        &["--bind", "/work/ws/config/deep", "/work/ws/config/deep"],
+    )
+    .unwrap();
+    let cfg = pos(a, &["--bind", "/work/ws/cfg", "/work/ws/cfg"]).unwrap();
+    let mask = a
+        .iter()
+        .position(|x| x == "/work/ws/config/deep/key.env")
+        .unwrap();
+    let ro = pos(
+        a,
+        &[
+            "--ro-bind",
+            "/work/ws/cfg/policy.txt",
+            "/work/ws/cfg/policy.txt",
+        ],
+    )
+    .unwrap();
+    assert!(ws < config && config < deep && deep < mask, "{a:?}");
+    assert!(ws < cfg && cfg < ro, "{a:?}");
+    // Nothing is pinned without a nested protection.
+    let p = build(
+        &builtin("default").unwrap(),
+        &opts(&["true"]),
+        &host(1000),
+        &fs,
+    )
+    .unwrap();
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--bind", "/work/ws/config", "/work/ws/config"]
+    )
+    .is_none());
+}

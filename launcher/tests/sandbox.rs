@@ -1493,3 +1493,85 @@ fn rw_file_not_writable_by_the_sandbox_uid_is_refused() {
     // Control: writable, it is accepted.
     assert_eq!(run_with_mode(0o666), Some(0));
 }
+
+/// A mount moves with its directory: renaming an ordinary directory above a
+/// nested mask or read-only bind used to carry the protection away (the
+/// host path then held what the command wrote, or the next run found the
+/// hidden file "absent" and did not mask it). Those directories are now
+/// mount points themselves, which cannot be renamed.
+#[test]
+fn protections_nested_in_the_workspace_cannot_be_moved_away() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    let mkfile = |rel: &str, content: &str| {
+        let p = ws.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        if is_root() {
+            let d = p.parent().unwrap();
+            std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+        }
+        p
+    };
+    let secret = mkfile(
+        "config/deep/credentials.env",
+        "API_TOKEN=cordon-nested-secret\n",
+    );
+    let policy = mkfile("cfg/policy.txt", "protected=1\n");
+    let hide = secret.to_str().unwrap();
+    let ro = policy.to_str().unwrap();
+    let sh = |script: &str| {
+        let out = run(&[
+            "run",
+            "--workspace",
+            w,
+            "--hide",
+            hide,
+            "--ro",
+            ro,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // The attack: move the parents away, put impostors in their place.
+    let (_, out) = sh("mv config config.moved && echo moved-config; \
+                       mv config/deep config/deep.moved && echo moved-deep; \
+                       mv cfg .cfg.old && echo moved-cfg; \
+                       echo protected=0 > cfg/policy.txt 2>/dev/null && echo wrote-policy; \
+                       cat config/deep/credentials.env");
+    for bad in [
+        "moved-config",
+        "moved-deep",
+        "moved-cfg",
+        "wrote-policy",
+        "cordon-nested-secret",
+    ] {
+        assert!(!out.contains(bad), "{bad}: {out}");
+    }
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "protected=1\n");
+    assert!(secret.exists());
+    // A second run still hides the secret where it is.
+    let (_, out) =
+        sh("cat config/deep/credentials.env config.moved/deep/credentials.env 2>/dev/null");
+    assert!(!out.contains("cordon-nested-secret"), "{out}");
+    // Control: without the nested protections the same renames succeed.
+    let out = run(&[
+        "run",
+        "--workspace",
+        w,
+        "--",
+        "sh",
+        "-c",
+        "mv config config.moved && echo moved-config",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("moved-config"),
+        "{out:?}"
+    );
+}
