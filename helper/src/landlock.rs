@@ -326,6 +326,7 @@ pub fn plan(p: &Policy) -> Result<Plan> {
             path,
             access,
             optional,
+            identity,
         },
     ) in p.allow.iter().enumerate()
     {
@@ -337,6 +338,20 @@ pub fn plan(p: &Policy) -> Result<Plan> {
                     Error::Policy(format!("{}: cannot stat {}: {e}", what(), path.display()))
                 })?;
                 let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+                // The path must still be what the policy's writer planned:
+                // a directory swapped for a symlink between its check and
+                // the mount would otherwise be granted in its place.
+                if let Some((d, n)) = *identity {
+                    if (st.st_dev, st.st_ino) != (d, n) {
+                        return Err(Error::Landlock(format!(
+                            "{}.path: {} is not the file the policy names (device:inode {}:{}, expected {d}:{n}); it was replaced after the policy was written",
+                            what(),
+                            path.display(),
+                            st.st_dev,
+                            st.st_ino
+                        )));
+                    }
+                }
                 (fd, is_dir, (st.st_dev, st.st_ino))
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && *optional => {

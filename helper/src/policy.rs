@@ -66,6 +66,9 @@ pub struct AllowRule {
     pub path: PathBuf,
     pub access: Access,
     pub optional: bool,
+    /// `[st_dev, st_ino]` the path must have when the helper opens it: the
+    /// launcher's check of what it planned against what bwrap mounted.
+    pub identity: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -616,7 +619,7 @@ pub fn from_value(v: &Value) -> Result<Policy> {
         if let Some(a) = m.get("allow") {
             for (i, r) in array(a, "filesystem.allow")?.iter().enumerate() {
                 let rp = format!("filesystem.allow[{i}]");
-                let rm = object(r, &rp, &["path", "access", "optional"])?;
+                let rm = object(r, &rp, &["path", "access", "optional", "identity"])?;
                 let path = abs_path(
                     rm.get("path")
                         .ok_or_else(|| err(&rp, "missing field \"path\""))?,
@@ -637,10 +640,25 @@ pub fn from_value(v: &Value) -> Result<Policy> {
                     Some(o) => boolean(o, &format!("{rp}.optional"))?,
                     None => false,
                 };
+                let identity = match rm.get("identity") {
+                    Some(v) => {
+                        let ip = format!("{rp}.identity");
+                        let pair = array(v, &ip)?;
+                        match pair.as_slice() {
+                            [d, i] => Some((
+                                unsigned(d, &format!("{ip}[0]"), u64::MAX)?,
+                                unsigned(i, &format!("{ip}[1]"), u64::MAX)?,
+                            )),
+                            _ => return Err(err(&ip, "expected [st_dev, st_ino]")),
+                        }
+                    }
+                    None => None,
+                };
                 p.allow.push(AllowRule {
                     path,
                     access,
                     optional,
+                    identity,
                 });
             }
         }
@@ -887,9 +905,13 @@ impl Policy {
         let mut out = json!({
             "version": 1,
             "filesystem": {
-                "allow": self.allow.iter().map(|r| json!({
-                    "path": r.path, "access": r.access.name(), "optional": r.optional
-                })).collect::<Vec<_>>(),
+                "allow": self.allow.iter().map(|r| {
+                    let mut o = json!({"path": r.path, "access": r.access.name(), "optional": r.optional});
+                    if let Some((d, i)) = r.identity {
+                        o["identity"] = json!([d, i]);
+                    }
+                    o
+                }).collect::<Vec<_>>(),
                 "deny": self.deny.iter().map(|d| if d.masked {
                     json!({"path": d.path, "masked": true})
                 } else {
@@ -963,6 +985,12 @@ mod tests {
             r#"{"filesystem":{"allow":[]},"syscalls":null}"#,
             r#"{"filesystem":{"allow":[{"path":"/usr\u0000x","access":"read"}]}}"#,
             r#"{"filesystem":{"allow":[{"path":"/usr","access":"read"}]"#,
+            // identity: [st_dev, st_ino], both unsigned (well-formed ones below).
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":[1]}]}}"#,
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":[1,2,3]}]}}"#,
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":[-1,2]}]}}"#,
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":{"dev":1,"ino":2}}]}}"#,
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":null}]}}"#,
         ];
         for c in cases {
             same_as_checked(c.as_bytes());
@@ -974,6 +1002,14 @@ mod tests {
             .collect();
         assert_eq!(fast_ones[..5], [true; 5]);
         assert!(fast_ones[7..].iter().all(|f| !f), "{fast_ones:?}");
+        for c in [
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":[2049,131073]}]}}"#,
+            r#"{"filesystem":{"allow":[{"path":"/usr","access":"read","identity":[18446744073709551615,0]}]}}"#,
+        ] {
+            same_as_checked(c.as_bytes());
+            let p = fast::parse(c.as_bytes()).expect("identity takes the fast path");
+            assert!(p.allow[0].identity.is_some());
+        }
         // The fuzzer's seeds (tracked), and from each of them every prefix and
         // every one-byte deletion at a stride: hundreds of documents, most of
         // them broken somewhere, each parsed both ways. (The fuzz target

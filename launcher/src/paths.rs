@@ -21,6 +21,8 @@ pub struct Meta {
     pub uid: u32,
     pub gid: u32,
     pub mode: u32,
+    /// `(st_dev, st_ino)`: which file this was when the plan looked.
+    pub id: (u64, u64),
 }
 
 /// Filesystem facts (never follows the last symlink in `lstat`).
@@ -75,6 +77,7 @@ impl Fs for RealFs {
             uid: m.uid(),
             gid: m.gid(),
             mode: m.mode() & 0o7777,
+            id: (m.dev(), m.ino()),
         })
     }
     fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
@@ -633,12 +636,15 @@ pub mod fake {
                 Node::File { nlink } => (Kind::File, *nlink),
                 Node::Link(_) => (Kind::Symlink, 1),
             };
+            // A stable made-up identity: the node's place in the tree.
+            let ino = self.nodes.keys().position(|k| *k == p).unwrap_or(0) as u64 + 1;
             Some(Meta {
                 kind,
                 nlink,
                 uid: *uid,
                 gid: *gid,
                 mode: self.modes.get(&p).copied().unwrap_or(0o755),
+                id: (1, ino),
             })
         }
         fn has_acl(&self, p: &Path) -> bool {

@@ -510,6 +510,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 path: path.clone(),
                 access: "execute",
                 optional: *try_,
+                identity: None,
             });
             if writable
                 .iter()
@@ -765,11 +766,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 path: "/dev".into(),
                 access: "readwrite",
                 optional: false,
+                identity: None,
             }),
             Op::Proc(_) => rules.push(Rule {
                 path: "/proc".into(),
                 access: "read",
                 optional: false,
+                identity: None,
             }),
             // Writable places are also executable: agents and CI jobs run
             // what they build (docs/policy.md: `execute` is no no-exec
@@ -779,11 +782,16 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 access: "readwriteexecute",
                 // The synthetic dirs exist only inside bwrap.
                 optional: opts.layers == Layers::Inner,
+                identity: None,
             }),
-            Op::Bind(p) => rules.push(Rule {
+            // Writable roots only (pins lie beneath one). With the identity
+            // planned here the helper refuses a path swapped between this
+            // check and bwrap's mount (a symlink raced into its place).
+            Op::Bind(p) if writable.iter().any(|w| paths::same(w, p)) => rules.push(Rule {
                 path: p.clone(),
                 access: "readwriteexecute",
                 optional: false,
+                identity: fs.lstat(p).map(|m| m.id),
             }),
             _ => {}
         }

@@ -375,6 +375,8 @@ pub struct Rule {
     pub path: PathBuf,
     pub access: &'static str,
     pub optional: bool,
+    /// `(st_dev, st_ino)` the helper must find at `path` (docs/policy.md).
+    pub identity: Option<(u64, u64)>,
 }
 
 /// Inputs for the helper policy, computed by the planner from the mount table.
@@ -402,6 +404,9 @@ pub fn helper_policy(i: &HelperPolicyInput) -> Value {
             let mut o = json!({"path": r.path.to_string_lossy(), "access": r.access});
             if r.optional {
                 o["optional"] = json!(true);
+            }
+            if let Some((dev, ino)) = r.identity {
+                o["identity"] = json!([dev, ino]);
             }
             o
         })
@@ -548,6 +553,7 @@ rlimits = { nofile = 256 }
                 path: "/usr".into(),
                 access: "execute",
                 optional: false,
+                identity: None,
             }],
             deny: vec!["/etc/shadow".into()],
             deny_masked: false,

@@ -1575,3 +1575,34 @@ fn protections_nested_in_the_workspace_cannot_be_moved_away() {
         "{out:?}"
     );
 }
+
+/// The workspace rule in the helper policy carries the identity the planner
+/// saw, so a directory swapped in before bwrap mounts it is refused by the
+/// helper (tests/tests/helper_policy_file.rs shows the refusal).
+#[test]
+fn workspace_rule_carries_its_identity() {
+    let ws = workspace();
+    let out = run(&[
+        "explain",
+        "--json",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = std::fs::metadata(ws.path()).unwrap();
+    let rule = v["helper_policy"]["filesystem"]["allow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == ws.path().to_str().unwrap())
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        rule["identity"],
+        serde_json::json!([m.dev(), m.ino()]),
+        "{v}"
+    );
+}

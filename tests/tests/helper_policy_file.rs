@@ -1072,3 +1072,36 @@ fn randomized_parser_never_crashes() {
     );
     eprintln!("randomized parser: {n} cases, {accepted} accepted, seed {seed:#x}");
 }
+
+/// An allow rule may name the `[st_dev, st_ino]` its path must have: a
+/// launcher's check of what it planned against what was mounted. A path
+/// swapped in between (a symlink raced into place) is refused with 71, and
+/// the command never runs.
+#[test]
+fn allow_rule_identity_must_match() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fixture::new();
+    let marker = fx.workspace.join("ran.txt");
+    let m = fs::metadata(&fx.workspace).unwrap();
+    let other = fs::metadata("/usr").unwrap();
+    let with_identity = |dev: u64, ino: u64| {
+        let mut pol = fx.base_policy();
+        let rules = pol["filesystem"]["allow"].as_array_mut().unwrap();
+        let ws = rules
+            .iter_mut()
+            .find(|r| r["path"] == json!(fx.workspace))
+            .expect("the base policy allows the workspace");
+        ws["identity"] = json!([dev, ino]);
+        fx.policy(&pol)
+    };
+    let ms = marker.to_str().unwrap();
+    let r = Spawn::sandboxed(&with_identity(other.dev(), other.ino()), &["write", ms]).run();
+    r.assert_helper_error(exit::LANDLOCK);
+    assert!(r.stderr.contains("is not the file the policy names"), "{r}");
+    assert!(!marker.exists());
+    // Control: the right identity runs the command, which writes there.
+    Spawn::sandboxed(&with_identity(m.dev(), m.ino()), &["write", ms])
+        .run()
+        .assert_allowed();
+    assert!(marker.exists());
+}

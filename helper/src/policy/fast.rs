@@ -173,6 +173,7 @@ impl<'de> Visitor<'de> for RuleVisitor {
         let mut path = None;
         let mut access = None;
         let mut optional = None;
+        let mut identity = None;
         while let Some(k) = a.next_key::<&str>()? {
             match k {
                 "path" if path.is_none() => {
@@ -184,6 +185,9 @@ impl<'de> Visitor<'de> for RuleVisitor {
                     access = Some(Access::parse(s).ok_or_else(no::<A::Error>)?);
                 }
                 "optional" if optional.is_none() => optional = Some(a.next_value::<bool>()?),
+                "identity" if identity.is_none() => {
+                    identity = Some(a.next_value::<(u64, u64)>()?);
+                }
                 _ => return Err(no()),
             }
         }
@@ -191,6 +195,7 @@ impl<'de> Visitor<'de> for RuleVisitor {
             path: path.ok_or_else(no::<A::Error>)?,
             access: access.ok_or_else(no::<A::Error>)?,
             optional: optional.unwrap_or(false),
+            identity,
         }))
     }
 }
