@@ -109,6 +109,7 @@ const PROBES: &[(&str, &str, ProbeFn)] = &[
         proc::process_vm_readv,
     ),
     ("kill", "PID [SIG]", proc::kill),
+    ("prlimit-cpu", "PID", proc::prlimit_cpu),
     ("env", "NAME", proc::env),
     ("fork-bomb", "N", proc::fork_bomb),
     ("mem-bomb", "MIB", proc::mem_bomb),

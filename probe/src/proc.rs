@@ -171,6 +171,30 @@ pub(crate) fn kill(args: &[String]) -> ProbeResult {
     }
 }
 
+/// `prlimit-cpu PID`: set PID's RLIMIT_CPU to the value it already has
+/// (harmless, yet the same permission check as lowering it to 1 s, which
+/// kills it). ALLOWED when the kernel accepted the change.
+pub(crate) fn prlimit_cpu(args: &[String]) -> ProbeResult {
+    let pid = parse_i64(arg(args, 0, "PID")?)? as libc::pid_t;
+    let mut cur = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: reads PID's limit into a live rlimit.
+    if unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, std::ptr::null(), &mut cur) } != 0 {
+        return Err(Setup(format!(
+            "cannot read the limit of {pid}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: passes a live rlimit as the new value; no old value wanted.
+    if unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &cur, std::ptr::null_mut()) } == 0 {
+        Ok(Outcome::Allowed(format!("RLIMIT_CPU of {pid} set")))
+    } else {
+        Ok(Outcome::denied_now(format!("prlimit({pid}, RLIMIT_CPU)")))
+    }
+}
+
 /// `env NAME`: ALLOWED when NAME is set in our environment.
 pub(crate) fn env(args: &[String]) -> ProbeResult {
     let name = arg(args, 0, "NAME")?;

@@ -509,3 +509,29 @@ fn default_profile_blocks_before_the_kernel_for_every_uid() {
         );
     }
 }
+
+/// The default profile refuses changing another process's resource limits:
+/// a low RLIMIT_CPU kills a process of the same uid, and Landlock's signal
+/// scope does not see prlimit. With the helper alone the victim is outside
+/// the sandbox.
+#[test]
+fn default_profile_refuses_prlimit_on_another_process() {
+    let fx = Fixture::new();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = victim.id().to_string();
+    let p = fx.policy(&fx.base_policy());
+    Spawn::sandboxed(&p, &["prlimit-cpu", &pid])
+        .run()
+        .assert_denied("EPERM");
+    // Its own limits stay settable.
+    Spawn::sandboxed(&p, &["prlimit-cpu", "0"])
+        .run()
+        .assert_allowed();
+    // Control: without the helper the same call is allowed (same uid).
+    Spawn::probe(&["prlimit-cpu", &pid]).run().assert_allowed();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}

@@ -137,6 +137,22 @@ fn default_rules(d: &mut Dense) {
         d.add_rule("personality", eq32(0, p), Action::Allow);
     }
     d.set_base("personality", EPERM);
+    // Another process's resource limits: a low RLIMIT_CPU set on a process
+    // of the same uid kills it, and Landlock's signal scope does not see
+    // prlimit (with the helper alone, the other process may be outside the
+    // sandbox). Its own limits (pid 0) may be set, anyone's read.
+    d.add_rule("prlimit64", eq32(0, 0), Action::Allow);
+    d.add_rule(
+        "prlimit64",
+        vec![ArgCond {
+            arg: 2,
+            op: CondOp::Eq,
+            value: 0,
+            width: 64,
+        }],
+        Action::Allow,
+    );
+    d.set_base("prlimit64", EPERM);
 }
 
 /// Resolve the policy into a spec. `report_fd` is kept writable for the
