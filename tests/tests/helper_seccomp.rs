@@ -437,6 +437,21 @@ fn default_profile_tiocsti_rule_ignores_high_bits() {
     }
 }
 
+/// TIOCEXCL on the caller's terminal would lock it against every other
+/// open after the command ends. On /dev/null the kernel answers ENOTTY, so
+/// EPERM can only come from the filter.
+#[test]
+fn default_profile_denies_tiocexcl() {
+    let fx = Fixture::new();
+    let args = ["raw-syscall", "16", "0", "0x540c", "0"];
+    Spawn::sandboxed(&default_profile(&fx), &args)
+        .run()
+        .assert_denied("EPERM");
+    Spawn::sandboxed(&no_seccomp(&fx), &args)
+        .run()
+        .assert_denied("ENOTTY");
+}
+
 #[test]
 fn default_profile_denies_af_alg_and_af_vsock_sockets() {
     let fx = Fixture::new();

@@ -122,7 +122,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "ioctl",
-        doc: "ioctl (the default profile refuses TIOCSTI and TIOCLINUX)",
+        doc: "ioctl (the default profile refuses TIOCSTI, TIOCLINUX and TIOCEXCL)",
         calls: &["ioctl"],
     },
     Group {

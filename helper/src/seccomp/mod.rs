@@ -44,6 +44,10 @@ pub const CLONE_NS_FLAGS: u64 = (libc::CLONE_NEWNS
 
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
+/// Exclusive mode: nobody else may open the terminal until it is undone,
+/// which outlives the command (a password prompt on the caller's terminal
+/// then fails with EBUSY).
+const TIOCEXCL: u64 = 0x540C;
 const AF_ALG: u64 = 38;
 const AF_VSOCK: u64 = 40;
 
@@ -124,7 +128,7 @@ fn default_rules(d: &mut Dense) {
     // Injecting input into, or reconfiguring, the controlling terminal.
     // The request is an unsigned int: compare 32 bits so high bits cannot
     // smuggle it past the rule.
-    for req in [TIOCSTI, TIOCLINUX] {
+    for req in [TIOCSTI, TIOCLINUX, TIOCEXCL] {
         d.add_rule("ioctl", eq32(1, req), EPERM);
     }
     // Kernel crypto and VM sockets: large attack surface, no use here.
