@@ -8,6 +8,7 @@ use crate::runner::{self, Input, RunConfig, SandboxResult};
 use crate::{doctor, paths, probe, sys};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 pub const USAGE: &str = "usage:
@@ -645,6 +646,7 @@ fn cmd_run(argv: &[String]) -> i32 {
         }
     }
     let early = prep.launched.take();
+    let _tty = TtyGuard::save();
     match runner::run_launched(&prep.plan, prep.helper.as_ref(), &cfg, early) {
         Ok(r) => {
             if json_out {
@@ -658,6 +660,44 @@ fn cmd_run(argv: &[String]) -> i32 {
             exit_status(&r)
         }
         Err(e) => fail(e),
+    }
+}
+
+/// The caller's terminal settings, put back when the run ends: a command
+/// that turns echo off or goes raw and then dies (or is killed by the
+/// timeout) must not leave the caller's terminal that way.
+struct TtyGuard(Option<(usize, nix::sys::termios::Termios)>);
+
+/// fd 0, 1 or 2, borrowed from std's handles.
+fn std_fd(i: usize, f: impl FnOnce(std::os::fd::BorrowedFd<'_>)) {
+    match i {
+        0 => f(std::io::stdin().as_fd()),
+        1 => f(std::io::stdout().as_fd()),
+        _ => f(std::io::stderr().as_fd()),
+    }
+}
+
+impl TtyGuard {
+    fn save() -> TtyGuard {
+        let mut saved = None;
+        for i in 0..3 {
+            if saved.is_none() {
+                std_fd(i, |fd| {
+                    saved = nix::sys::termios::tcgetattr(fd).ok().map(|t| (i, t));
+                });
+            }
+        }
+        TtyGuard(saved)
+    }
+}
+
+impl Drop for TtyGuard {
+    fn drop(&mut self) {
+        if let Some((i, t)) = &self.0 {
+            std_fd(*i, |fd| {
+                let _ = nix::sys::termios::tcsetattr(fd, nix::sys::termios::SetArg::TCSANOW, t);
+            });
+        }
     }
 }
 

@@ -1606,3 +1606,40 @@ fn workspace_rule_carries_its_identity() {
         "{v}"
     );
 }
+
+/// A command that turns echo off on the caller's terminal and exits leaves
+/// it as it found it: the launcher restores the terminal settings.
+#[test]
+fn terminal_settings_are_restored() {
+    use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
+    let echo_after = |via_cordon: bool| {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut t = tcgetattr(&pty.slave).unwrap();
+        t.local_flags.insert(LocalFlags::ECHO);
+        tcsetattr(&pty.slave, SetArg::TCSANOW, &t).unwrap();
+        let ws = workspace();
+        let mut c = if via_cordon {
+            let mut c = cmd();
+            c.args(["run", "--workspace", ws.path().to_str().unwrap(), "--"]);
+            c
+        } else {
+            Command::new("/usr/bin/env")
+        };
+        let io = |f: &std::os::fd::OwnedFd| Stdio::from(f.try_clone().unwrap());
+        let st = c
+            .args(["sh", "-c", "stty -echo"])
+            .stdin(io(&pty.slave))
+            .stdout(io(&pty.slave))
+            .stderr(io(&pty.slave))
+            .status()
+            .unwrap();
+        assert!(st.success(), "{st:?}");
+        tcgetattr(&pty.slave)
+            .unwrap()
+            .local_flags
+            .contains(LocalFlags::ECHO)
+    };
+    // Control: the command really turns echo off.
+    assert!(!echo_after(false));
+    assert!(echo_after(true));
+}
