@@ -13,7 +13,7 @@
 //! offending field. Both paths agree on every policy they accept (the tests
 //! compare them), and every error comes from the checked walk.
 
-use super::strict::Strict;
+use super::strict::{At, Strict};
 use super::{from_value, normal_abs_owned, Access, AllowRule, Policy};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -73,8 +73,7 @@ impl<'de> Visitor<'de> for TopVisitor {
             } else {
                 // Repeated keys further down send the document to the walk.
                 let v = a.next_value_seed(Strict {
-                    path: &k,
-                    root: "policy",
+                    at: At::Key(&At::Root("policy"), &k),
                 })?;
                 rest.insert(k, v);
             }
@@ -111,9 +110,9 @@ impl<'de> Visitor<'de> for FsVisitor {
             match k {
                 "allow" if allow.is_none() => allow = Some(a.next_value::<Rules>()?.0),
                 "deny" if deny.is_none() => {
+                    let fs = At::Key(&At::Root("policy"), "filesystem");
                     deny = Some(a.next_value_seed(Strict {
-                        path: "filesystem.deny",
-                        root: "policy",
+                        at: At::Key(&fs, "deny"),
                     })?)
                 }
                 _ => return Err(no()),

@@ -10,11 +10,30 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Deserializes one value; `path` names it in errors (`filesystem.deny[2]`),
-/// `root` names the document when `path` is empty.
+/// Where a value sits, built into a name (`filesystem.deny[2]`) only for an
+/// error: the helper parses its policy on every run.
+#[derive(Clone, Copy)]
+pub(super) enum At<'a> {
+    /// The document itself, by its name ("policy", "config", "request").
+    Root(&'a str),
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn name(&self) -> String {
+        match self {
+            At::Root(r) => r.to_string(),
+            At::Key(At::Root(_), k) => k.to_string(),
+            At::Key(p, k) => format!("{}.{k}", p.name()),
+            At::Index(p, i) => format!("{}[{i}]", p.name()),
+        }
+    }
+}
+
+/// Deserializes one value; `at` names it in errors.
 pub(super) struct Strict<'a> {
-    pub path: &'a str,
-    pub root: &'a str,
+    pub at: At<'a>,
 }
 
 impl<'de> DeserializeSeed<'de> for Strict<'_> {
@@ -22,14 +41,6 @@ impl<'de> DeserializeSeed<'de> for Strict<'_> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
-    }
-}
-
-fn child(parent: &str, key: &str) -> String {
-    if parent.is_empty() {
-        key.to_string()
-    } else {
-        format!("{parent}.{key}")
     }
 }
 
@@ -75,11 +86,8 @@ impl<'de> Visitor<'de> for Strict<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
         loop {
-            let path = format!("{}[{}]", self.path, out.len());
-            match a.next_element_seed(Strict {
-                path: &path,
-                root: self.root,
-            })? {
+            let at = At::Index(&self.at, out.len());
+            match a.next_element_seed(Strict { at })? {
                 Some(v) => out.push(v),
                 None => return Ok(Value::Array(out)),
             }
@@ -90,19 +98,13 @@ impl<'de> Visitor<'de> for Strict<'_> {
         let mut out = Map::new();
         while let Some(k) = a.next_key::<String>()? {
             if out.contains_key(&k) {
-                let at = if self.path.is_empty() {
-                    self.root
-                } else {
-                    self.path
-                };
                 return Err(de::Error::custom(format!(
-                    "{at}: key \"{k}\" appears twice (JSON does not say which one counts)"
+                    "{}: key \"{k}\" appears twice (JSON does not say which one counts)",
+                    self.at.name()
                 )));
             }
-            let path = child(self.path, &k);
             let v = a.next_value_seed(Strict {
-                path: &path,
-                root: self.root,
+                at: At::Key(&self.at, &k),
             })?;
             out.insert(k, v);
         }
@@ -114,7 +116,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
 /// like any schema error.
 pub(super) fn parse(bytes: &[u8], root: &str) -> Result<Value, serde_json::Error> {
     let mut d = serde_json::Deserializer::from_slice(bytes);
-    let v = Strict { path: "", root }.deserialize(&mut d)?;
+    let v = Strict { at: At::Root(root) }.deserialize(&mut d)?;
     d.end()?;
     Ok(v)
 }
