@@ -691,6 +691,21 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     let mut nested = ro_nested;
     nested.extend(masks_rw);
     let pins = pins_for(&writable, &nested);
+    // Each pin is resolved again when bwrap mounts it: its rule carries the
+    // identity seen here, so a directory swapped in meanwhile is refused by
+    // the helper, as for the workspace.
+    let pin_rules: Vec<Rule> = pins
+        .iter()
+        .map(|op| Rule {
+            path: op.dest().to_path_buf(),
+            access: match op {
+                Op::Bind(_) => "readwriteexecute",
+                _ => "execute",
+            },
+            optional: false,
+            identity: fs.lstat(op.dest()).map(|m| m.id),
+        })
+        .collect();
     nested.extend(pins);
     // Parents before children (a stable sort: ties keep their order).
     nested.sort_by_key(|o| o.dest().components().count());
@@ -807,6 +822,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             _ => {}
         }
     }
+    rules.extend(pin_rules);
     let best_effort = opts.degrade_inner;
     let helper_user = if opts.layers == Layers::Inner && host.euid == 0 {
         Some((uid, gid))

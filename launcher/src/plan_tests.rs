@@ -890,6 +890,17 @@ fn nested_protections_are_pinned() {
     .unwrap();
     assert!(ws < config && config < deep && deep < mask, "{a:?}");
     assert!(ws < cfg && cfg < ro, "{a:?}");
+    // Each pin's rule carries its identity, checked by the helper.
+    let allow = p.helper_policy.as_ref().unwrap()["filesystem"]["allow"].clone();
+    for pin in ["/work/ws/config", "/work/ws/config/deep", "/work/ws/cfg"] {
+        let r = allow
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == pin)
+            .unwrap_or_else(|| panic!("{pin}: {allow}"));
+        assert!(r["identity"].is_array(), "{r}");
+    }
     // Nothing is pinned without a nested protection.
     let p = build(
         &builtin("default").unwrap(),
