@@ -696,6 +696,9 @@ impl Drop for TtyGuard {
         if let Some((i, t)) = &self.0 {
             std_fd(*i, |fd| {
                 let _ = nix::sys::termios::tcsetattr(fd, nix::sys::termios::SetArg::TCSANOW, t);
+                // Output stopped by the command (a TCOOFF the filter missed,
+                // or the helper alone) would hang the caller's next write.
+                let _ = nix::sys::termios::tcflow(fd, nix::sys::termios::FlowArg::TCOON);
             });
         }
     }

@@ -439,7 +439,10 @@ fn default_profile_tiocsti_rule_ignores_high_bits() {
 #[test]
 fn default_profile_denies_tiocexcl() {
     let fx = Fixture::new();
-    filtered_not_kernel(&fx, &["raw-syscall", "16", "0", "0x540c", "0"], "ENOTTY");
+    // And TCXONC (tcflow) and TIOCSETD, which leave it stopped or unusable.
+    for req in ["0x540c", "0x540a", "0x5423"] {
+        filtered_not_kernel(&fx, &["raw-syscall", "16", "0", req, "0"], "ENOTTY");
+    }
 }
 
 #[test]

@@ -122,7 +122,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "ioctl",
-        doc: "ioctl (the default profile refuses TIOCSTI, TIOCLINUX and TIOCEXCL)",
+        doc: "ioctl (the default profile refuses TIOCSTI, TIOCLINUX, TIOCEXCL, TCXONC and TIOCSETD)",
         calls: &["ioctl"],
     },
     Group {

@@ -48,6 +48,12 @@ const TIOCLINUX: u64 = 0x541C;
 /// which outlives the command (a password prompt on the caller's terminal
 /// then fails with EBUSY).
 const TIOCEXCL: u64 = 0x540C;
+/// Stop (or start) the terminal's output: stopped, the caller's shell hangs
+/// writing its prompt after the command is gone.
+const TCXONC: u64 = 0x540A;
+/// Replace the line discipline (also autoloads kernel modules): with N_NULL
+/// the caller's terminal cannot even be reset.
+const TIOCSETD: u64 = 0x5423;
 const AF_ALG: u64 = 38;
 const AF_VSOCK: u64 = 40;
 
@@ -128,7 +134,7 @@ fn default_rules(d: &mut Dense) {
     // Injecting input into, or reconfiguring, the controlling terminal.
     // The request is an unsigned int: compare 32 bits so high bits cannot
     // smuggle it past the rule.
-    for req in [TIOCSTI, TIOCLINUX, TIOCEXCL] {
+    for req in [TIOCSTI, TIOCLINUX, TIOCEXCL, TCXONC, TIOCSETD] {
         d.add_rule("ioctl", eq32(1, req), EPERM);
     }
     // Kernel crypto and VM sockets: large attack surface, no use here.

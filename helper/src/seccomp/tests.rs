@@ -138,7 +138,7 @@ fn default_profile_matches_model() {
         prog.len()
     );
     // The shared-`ret` layout (emit::Shared): one comparison per run boundary.
-    assert!(prog.len() <= 130, "{} instructions", prog.len());
+    assert!(prog.len() <= 140, "{} instructions", prog.len());
     assert!(emit::worst_case_path(&prog) < 30);
 }
 
