@@ -152,8 +152,9 @@ fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
 /// The (gid, home) of `uid`: its first /etc/passwd entry, the file read once per
 /// process (a plan asks up to three times); for a uid not listed there, musl's
 /// lookup, which also asks nscd.
+static PASSWD: std::sync::OnceLock<Vec<(u32, u32, PathBuf)>> = std::sync::OnceLock::new();
+
 fn user(uid: u32) -> Option<(u32, PathBuf)> {
-    static PASSWD: std::sync::OnceLock<Vec<(u32, u32, PathBuf)>> = std::sync::OnceLock::new();
     let entries = PASSWD.get_or_init(|| {
         std::fs::read_to_string("/etc/passwd")
             .map(|s| parse_passwd(&s))
@@ -186,6 +187,15 @@ fn parse_passwd(s: &str) -> Vec<(u32, u32, PathBuf)> {
             Some((uid, gid, PathBuf::from(std::str::from_utf8(home).ok()?)))
         })
         .collect()
+}
+
+/// Every home directory /etc/passwd names (the file read once per process).
+fn passwd_homes() -> Vec<PathBuf> {
+    let _ = user(0);
+    match PASSWD.get() {
+        Some(e) => e.iter().map(|(_, _, h)| h.clone()).collect(),
+        None => Vec::new(),
+    }
 }
 
 fn gid_of(uid: u32) -> Option<u32> {
@@ -425,6 +435,7 @@ pub fn prepare(
         egid: sys::getegid(),
         env: env.clone(),
         homes: Vec::new(),
+        passwd_homes: Vec::new(),
         bwrap: bwrap.clone(),
         proc: ProcStrategy::Fresh,
         gid_of,
@@ -462,6 +473,9 @@ pub fn prepare(
         None => None,
     };
     host.homes = homes(&env, euid, &fs)?;
+    if opts.workspace_implicit {
+        host.passwd_homes = passwd_homes();
+    }
     let mut plan = plan::build(profile, &opts, &host, &fs)?;
     let mut probe_cached = None;
     if probe_it && plan.layers != Layers::Inner {

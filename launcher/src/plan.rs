@@ -165,6 +165,9 @@ pub struct Host {
     pub env: BTreeMap<String, String>,
     /// Home directories whose credential dirs are hidden.
     pub homes: Vec<PathBuf>,
+    /// Every home in /etc/passwd (filled only when the workspace is the
+    /// implicit current directory, which must not be, or hold, a home).
+    pub passwd_homes: Vec<PathBuf>,
     pub bwrap: PathBuf,
     pub proc: ProcStrategy,
     /// Primary gid of a uid, if it has a passwd entry.
@@ -252,6 +255,22 @@ fn pins_for(writable: &[PathBuf], nested: &[Op]) -> Vec<Op> {
         }
     }
     pins
+}
+
+/// A home directory that is `ws` or lies beneath it, compared by device and
+/// inode along each home's real path: a home outside /home
+/// (/var/lib/postgresql) or reached through a bind mount counts too.
+fn home_at_or_below(host: &Host, fs: &dyn Fs, ws: &Path) -> Option<PathBuf> {
+    let ws_id = fs.lstat(ws)?.id;
+    host.homes.iter().chain(&host.passwd_homes).find_map(|h| {
+        if paths::is_under(h, ws) {
+            return Some(h.clone());
+        }
+        let real = fs.canonicalize(h).ok()?;
+        real.ancestors()
+            .any(|a| fs.lstat(a).is_some_and(|m| m.id == ws_id))
+            .then(|| h.clone())
+    })
 }
 
 /// The op that provides `p` inside the sandbox: the last one mounted at or above it.
@@ -386,7 +405,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         // named: run from ~, a command could otherwise rewrite ~/.bashrc,
         // ~/.profile or the hooks of every repository below, all of which
         // run later outside the sandbox.
-        if let Some(h) = host.homes.iter().find(|h| paths::is_under(h, &ws)) {
+        if let Some(h) = home_at_or_below(host, fs, &ws) {
             ws_access = WorkspaceAccess::Ro;
             notes.push(format!(
                 "workspace {} is read-only: it is, or holds, the home directory {} (pass --workspace DIR to make a directory writable)",

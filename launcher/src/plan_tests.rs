@@ -18,6 +18,7 @@ fn host(euid: u32) -> Host {
         egid: euid,
         env,
         homes: vec!["/home/alice".into(), "/root".into()],
+        passwd_homes: Vec::new(),
         bwrap: "/usr/bin/bwrap".into(),
         proc: ProcStrategy::Fresh,
         gid_of,
@@ -951,4 +952,40 @@ fn implicit_workspace_at_a_home_is_read_only() {
         &["--bind", "/home/alice/proj", "/home/alice/proj"]
     )
     .is_some());
+}
+
+/// A home outside /home (a service account's, from /etc/passwd) counts as
+/// a home for the implicit workspace too.
+#[test]
+fn implicit_workspace_at_a_passwd_home_is_read_only() {
+    let mut fs = FakeFs::host();
+    fs.dir("/var/lib");
+    fs.dir("/var/lib/postgresql");
+    let mut h = host(1000);
+    h.passwd_homes = vec![
+        "/var/lib/postgresql".into(),
+        "/nonexistent".into(),
+        "/".into(),
+    ];
+    let mut o = opts(&["true"]);
+    o.workspace = "/var/lib/postgresql".into();
+    o.workspace_implicit = true;
+    let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
+    let ws = "/var/lib/postgresql";
+    assert!(
+        pos(&p.bwrap_argv, &["--bind", ws, ws]).is_none(),
+        "{:?}",
+        p.bwrap_argv
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("home directory /var/lib/postgresql")),
+        "{:?}",
+        p.notes
+    );
+    // Control: an unrelated directory stays writable ("/" as a home holds nothing).
+    o.workspace = "/work/ws".into();
+    let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
+    assert!(pos(&p.bwrap_argv, &["--bind", "/work/ws", "/work/ws"]).is_some());
 }

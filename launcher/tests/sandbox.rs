@@ -1673,3 +1673,45 @@ fn home_as_implicit_workspace_is_read_only() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(home.path().join(".bashrc").exists());
 }
+
+/// A home reached through a bind mount is still a home (compared by device
+/// and inode): run from the bind without --workspace, its start-up files
+/// stay read-only. Needs root for the bind mount.
+#[test]
+fn home_through_a_bind_mount_is_still_read_only() {
+    if !is_root() {
+        eprintln!("skipped: a bind mount needs root (the unprivileged pass covers the plain home)");
+        return;
+    }
+    let home = workspace();
+    let view = workspace();
+    let (h, v) = (home.path().to_str().unwrap(), view.path().to_str().unwrap());
+    let st = Command::new("mount")
+        .args(["--bind", h, v])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let write = || {
+        cmd()
+            .env("HOME", h)
+            .current_dir(view.path())
+            .args(["run", "--", "sh", "-c", "echo x >> .profile"])
+            .output()
+            .unwrap()
+    };
+    let out = write();
+    let _ = Command::new("umount").arg(v).status();
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(!home.path().join(".profile").exists());
+    // Control: through a bind of a directory that is not a home, it works.
+    let other = workspace();
+    let st = Command::new("mount")
+        .args(["--bind", other.path().to_str().unwrap(), v])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = write();
+    let _ = Command::new("umount").arg(v).status();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(other.path().join(".profile").exists());
+}
