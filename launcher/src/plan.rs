@@ -257,6 +257,30 @@ fn pins_for(writable: &[PathBuf], nested: &[Op]) -> Vec<Op> {
     pins
 }
 
+/// The first symlink on the way to `p` that lies inside a writable bind:
+/// the command may re-point it, so what a later run protects under that name
+/// would no longer be the file it protected before (the pins hold
+/// directories in place, not links). None when `p` is not under a writable
+/// path at all, which is the usual case and costs nothing.
+fn link_in_writable(fs: &dyn Fs, p: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+    let inside = |q: &Path| {
+        writable
+            .iter()
+            .any(|w| paths::is_under(q, w) && !paths::same(q, w))
+    };
+    if !inside(p) {
+        return None;
+    }
+    let mut q = PathBuf::new();
+    for c in p.components() {
+        q.push(c);
+        if inside(&q) && fs.lstat(&q).is_some_and(|m| m.kind == Kind::Symlink) {
+            return Some(q);
+        }
+    }
+    None
+}
+
 /// A home directory that is `ws` or lies beneath it, compared by device and
 /// inode along each home's real path: a home outside /home
 /// (/var/lib/postgresql) or reached through a bind mount counts too.
@@ -520,6 +544,16 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         } else {
             let real = paths::resolve_readonly(fs, &r.path)?
                 .ok_or_else(|| Error::path(&r.path, "does not exist"))?;
+            if let Some(link) = link_in_writable(fs, &r.path, &writable) {
+                return Err(Error::path(
+                    &r.path,
+                    format!(
+                        "is reached through the symlink {}, inside a writable path: the command could point it elsewhere; name the real path {}",
+                        link.display(),
+                        real.display()
+                    ),
+                ));
+            }
             if sensitive(&real, &all_creds) && !shown(&real, &profile.show) {
                 return Err(Error::path(
                     &r.path,
@@ -645,6 +679,15 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         .chain(creds.iter().map(|p| (p, false)))
     {
         let mask = paths::validate_mask(fs, h)?;
+        if let Some(link) = link_in_writable(fs, h, &writable) {
+            return Err(Error::path(
+                h,
+                format!(
+                    "is reached through the symlink {}, inside a writable path: the command could point it elsewhere, and a later run would hide that instead; hide the real path by name, or keep the link out of writable paths",
+                    link.display()
+                ),
+            ));
+        }
         let (real, op) = match mask {
             Mask::Absent(p) => {
                 if is_explicit {

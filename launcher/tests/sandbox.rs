@@ -1715,3 +1715,56 @@ fn home_through_a_bind_mount_is_still_read_only() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(other.path().join(".profile").exists());
 }
+
+/// A hidden path reached through a symlink inside the workspace is refused:
+/// the command could re-point the link, and the next run would hide the
+/// decoy while the real file sits in the workspace under another name. The
+/// same for a credential directory kept as a symlink (a dotfiles manager's
+/// ~/.ssh) when the home is the workspace.
+#[test]
+fn hides_through_symlinks_in_the_workspace_are_refused() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    std::fs::create_dir_all(ws.path().join("realconf")).unwrap();
+    std::fs::write(ws.path().join("realconf/cred"), "TOPSECRET\n").unwrap();
+    std::os::unix::fs::symlink("realconf", ws.path().join("config")).unwrap();
+    let via_link = ws.path().join("config/cred");
+    let out = run(&[
+        "run",
+        "--workspace",
+        w,
+        "--hide",
+        via_link.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("symlink") && err.contains("/config"), "{err}");
+    // Control: hidden by its real name, it runs and the secret is masked.
+    let real = ws.path().join("realconf/cred");
+    let out = run(&[
+        "run",
+        "--workspace",
+        w,
+        "--hide",
+        real.to_str().unwrap(),
+        "--",
+        "cat",
+        "realconf/cred",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("TOPSECRET"));
+    // A credential directory kept as a symlink in a home that is the workspace.
+    std::fs::create_dir_all(ws.path().join("dotfiles/ssh")).unwrap();
+    std::fs::write(ws.path().join("dotfiles/ssh/id_ed25519"), "PRIVKEY\n").unwrap();
+    std::os::unix::fs::symlink("dotfiles/ssh", ws.path().join(".ssh")).unwrap();
+    let out = cmd()
+        .env("HOME", w)
+        .args(["run", "--workspace", w, "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains(".ssh"), "{err}");
+}
