@@ -1728,31 +1728,25 @@ fn hides_through_symlinks_in_the_workspace_are_refused() {
     std::fs::create_dir_all(ws.path().join("realconf")).unwrap();
     std::fs::write(ws.path().join("realconf/cred"), "TOPSECRET\n").unwrap();
     std::os::unix::fs::symlink("realconf", ws.path().join("config")).unwrap();
-    let via_link = ws.path().join("config/cred");
-    let out = run(&[
-        "run",
-        "--workspace",
-        w,
-        "--hide",
-        via_link.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let hide_and_cat = |hide: &str| {
+        let h = ws.path().join(hide);
+        run(&[
+            "run",
+            "--workspace",
+            w,
+            "--hide",
+            h.to_str().unwrap(),
+            "--",
+            "cat",
+            "realconf/cred",
+        ])
+    };
+    let out = hide_and_cat("config/cred");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains("symlink") && err.contains("/config"), "{err}");
     // Control: hidden by its real name, it runs and the secret is masked.
-    let real = ws.path().join("realconf/cred");
-    let out = run(&[
-        "run",
-        "--workspace",
-        w,
-        "--hide",
-        real.to_str().unwrap(),
-        "--",
-        "cat",
-        "realconf/cred",
-    ]);
+    let out = hide_and_cat("realconf/cred");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("TOPSECRET"));
     // A credential directory kept as a symlink in a home that is the workspace.
