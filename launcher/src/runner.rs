@@ -941,7 +941,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             report_v.as_ref(),
             info_v.as_ref(),
             &stderr.data,
-            exec_failure(&report.data),
+            &report.data,
         )?;
     }
     // bwrap reports a command killed by a signal as 128 + signal.
@@ -1011,7 +1011,7 @@ fn classify_setup_failure(
     report: Option<&Value>,
     info: Option<&Value>,
     stderr: &[u8],
-    exec_failed: Option<Error>,
+    report_data: &[u8],
 ) -> Result<()> {
     let code = r.exit_code.unwrap_or(-1);
     let err = String::from_utf8_lossy(stderr).into_owned();
@@ -1031,8 +1031,9 @@ fn classify_setup_failure(
     if plan.layers != Layers::Outer && report.is_none() && (64..=76).contains(&code) {
         return Err(Error::HelperFailed { code, stderr: err });
     }
+    // Only an exit 74 can be the helper's failed exec: look no further otherwise.
     if plan.layers != Layers::Outer && code == 74 {
-        if let Some(e) = exec_failed {
+        if let Some(e) = exec_failure(report_data) {
             return Err(e);
         }
     }
