@@ -54,8 +54,9 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     refuse_setuid()?;
     no_new_privs()?;
 
-    // 2. Read the policy, then compile everything that can fail — Landlock
-    //    rule fds, the BPF program, argv/envp — before any side effect.
+    // 2. Read the policy, then compile everything that can fail — the
+    //    Landlock ruleset with its path rules (inert until restrict_self),
+    //    the BPF program, argv/envp — before any side effect.
     let bytes = policy_source::read(&opts.source)?;
     // Opened now for step 6, which reads its capability masks: Landlock may
     // hide /proc by then. Kept open through step 5, closed after 6.
@@ -63,11 +64,10 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // Read once here for the fd table size and the bounding set (the kernel
     // generates the whole file on every read); read back after step 6.
     let status_text = status.as_ref().and_then(sys::read_status);
-    // Listed now, for the same reason. Rule fds opened below are
-    // close-on-exec and closed by Landlock's step anyway.
+    // Listed now, for the same reason, before the ruleset's fd exists.
     let inherited_fds = fds::inherited(status_text.as_deref());
     let pol = policy::parse(&bytes)?;
-    let mut ll = landlock::plan(&pol)?;
+    let mut ll = landlock::plan(&pol, landlock::Mode::Enforce)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let env_removed = envp.removed.clone();
@@ -83,7 +83,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
         rlimits::switch_user(uid, gid)?;
     }
 
-    // 4. Landlock: uses the O_PATH fds opened in 2 and closes them.
+    // 4. Landlock: restrict_self with the ruleset built in 2.
     let applied = landlock::apply(&mut ll)?;
     let mut warnings = Vec::new();
     if !applied.unenforced.is_empty() {

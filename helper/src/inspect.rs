@@ -11,14 +11,14 @@ pub fn check(src: &Source) -> Result<Value> {
     // Everything a run would refuse before applying anything, refused here
     // too (on this machine's paths): a missing path, an allow beneath a
     // deny, a syscall that cannot be denied. Nothing is applied.
-    landlock::plan(&pol)?;
+    landlock::plan(&pol, landlock::Mode::Check)?;
     seccomp::compile(&pol.syscalls, None)?;
     Ok(pol.to_json())
 }
 
 pub fn explain(src: &Source, report_fd: Option<i32>) -> Result<Value> {
     let pol = policy::parse(&policy_source::read(src)?)?;
-    let ll = landlock::plan(&pol)?;
+    let ll = landlock::plan(&pol, landlock::Mode::Explain)?;
     let filter = seccomp::compile(&pol.syscalls, report_fd)?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let [e, p, i, a, b] = caps::read_sets()?;

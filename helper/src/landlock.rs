@@ -6,7 +6,7 @@ use crate::policy::{Access, AllowRule, Compat, Policy, Ports};
 use crate::sys;
 use landlock::{
     AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde_json::{json, Value};
 use std::os::fd::OwnedFd;
@@ -105,9 +105,9 @@ fn scope_name(s: Scope) -> &'static str {
     }
 }
 
+/// One planned path rule, kept only for `--explain`.
 pub struct PathRule {
     pub path: PathBuf,
-    pub fd: OwnedFd,
     pub is_dir: bool,
     pub access: Access,
     pub rights: BitFlags<AccessFs>,
@@ -136,7 +136,10 @@ impl Origin {
 }
 
 pub struct Plan {
+    /// The rules, listed only for `--explain` ([`Mode::Explain`]).
     pub rules: Vec<PathRule>,
+    /// How many path rules the plan holds (listed or added).
+    pub path_rules: usize,
     pub skipped_optional: Vec<PathBuf>,
     pub handled_fs: BitFlags<AccessFs>,
     pub handled_net: BitFlags<AccessNet>,
@@ -148,6 +151,78 @@ pub struct Plan {
     /// Each `filesystem.deny` path and what enforces it: "landlock" (carved
     /// out of its allowed parent) or "outer_mask" (a verified empty mount).
     pub denies: Vec<(PathBuf, &'static str)>,
+    kernel_abi: i32,
+    /// The ruleset the path rules were added to while planning
+    /// ([`Mode::Enforce`]); an error creating it is reported by [`apply`],
+    /// after the compatibility checks, as if it had been created there.
+    ruleset: Option<Result<RulesetCreated>>,
+}
+
+/// What planning is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Add each rule to a ruleset as soon as its path is open and checked,
+    /// then close the path: one rule fd open at a time, so any number of
+    /// rules fits under RLIMIT_NOFILE (a ruleset has no effect until
+    /// `restrict_self`, so this is still before any side effect).
+    Enforce,
+    /// List the rules (`--explain`); nothing is created.
+    Explain,
+    /// Only check that planning succeeds (`--check`).
+    Check,
+}
+
+/// Where planned rules go: the ruleset, the listing, or nowhere.
+struct Sink {
+    mode: Mode,
+    /// A duplicate of the ruleset's fd (None: Landlock is unsupported and
+    /// best effort leaves the ruleset empty, as the crate does).
+    ruleset_fd: Option<OwnedFd>,
+    /// The rights this kernel handles, to narrow each rule as the crate
+    /// would (hard_requirement fails in `apply` if anything is missing).
+    handled: BitFlags<AccessFs>,
+    count: usize,
+    listed: Vec<PathRule>,
+}
+
+impl Sink {
+    fn push(
+        &mut self,
+        path: impl FnOnce() -> PathBuf,
+        fd: OwnedFd,
+        is_dir: bool,
+        access: Access,
+        origin: impl FnOnce() -> Origin,
+    ) -> Result<()> {
+        self.count += 1;
+        let rights = rights(access, is_dir);
+        match self.mode {
+            Mode::Enforce => {
+                let Some(rs) = &self.ruleset_fd else {
+                    return Ok(());
+                };
+                let access = rights & self.handled;
+                if access.is_empty() {
+                    return Ok(());
+                }
+                sys::landlock_add_path_rule(rs, &fd, access.bits()).map_err(|e| {
+                    Error::Landlock(format!("landlock rule on {}: {e}", path().display()))
+                })
+                // `fd` closes here: the rule holds its own reference.
+            }
+            Mode::Explain => {
+                self.listed.push(PathRule {
+                    path: path(),
+                    rights,
+                    is_dir,
+                    access,
+                    origin: origin(),
+                });
+                Ok(())
+            }
+            Mode::Check => Ok(()),
+        }
+    }
 }
 
 /// Whether `path` is covered by an empty mount, as an outer layer's mask
@@ -208,7 +283,7 @@ fn expand(
     access: Access,
     denies: &[PathBuf],
     origin: &str,
-    out: &mut Vec<PathRule>,
+    out: &mut Sink,
 ) -> Result<()> {
     let list_err = |e: std::io::Error| {
         Error::Policy(format!(
@@ -252,16 +327,25 @@ fn expand(
             expand(&child, access, denies, origin, out)?;
             continue;
         }
-        out.push(PathRule {
-            path: child,
-            rights: rights(access, is_dir),
-            fd,
-            is_dir,
-            access,
-            origin: expanded.clone(),
-        });
+        out.push(|| child, fd, is_dir, access, || expanded.clone())?;
     }
     Ok(())
+}
+
+/// A denied file with other hard links cannot be carved out: Landlock's
+/// rules attach to inodes, so a rule on another name for it (a sibling in an
+/// expanded directory, or any allowed file) grants it under every name,
+/// the denied one included — and the other names reach its content anyway.
+fn refuse_linked(i: usize, path: &Path, canon: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(canon) {
+        Ok(m) if !m.is_dir() && m.nlink() > 1 => Err(Error::Policy(format!(
+            "filesystem.deny[{i}]: {} has {} hard links, and Landlock grants by inode: its other names would still reach it (deny their directory instead, or remove the other links)",
+            path.display(),
+            m.nlink()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Open an allow path (`O_PATH`, symlinks followed). Rules listed one after
@@ -291,19 +375,57 @@ fn open_rule<'a>(
     }
 }
 
-pub fn plan(p: &Policy) -> Result<Plan> {
+pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
+    let mut handled_net = BitFlags::empty();
+    let mut bind_ports = Vec::new();
+    let mut connect_ports = Vec::new();
+    if let Ports::List(l) = &p.tcp_bind {
+        handled_net |= AccessNet::BindTcp;
+        bind_ports = l.clone();
+    }
+    if let Ports::List(l) = &p.tcp_connect {
+        handled_net |= AccessNet::ConnectTcp;
+        connect_ports = l.clone();
+    }
+    let mut scopes = BitFlags::empty();
+    if p.scope_abstract_unix {
+        scopes |= Scope::AbstractUnixSocket;
+    }
+    if p.scope_signal {
+        scopes |= Scope::Signal;
+    }
+    let handled_fs: BitFlags<AccessFs> = landlock::Access::from_all(TARGET_ABI);
+    let kernel_abi = sys::landlock_abi();
+    let mut ruleset = None;
+    let mut ruleset_fd = None;
+    if mode == Mode::Enforce {
+        let created = create_ruleset(p.compat, handled_fs, handled_net, scopes);
+        if let Ok(c) = &created {
+            ruleset_fd = Option::<OwnedFd>::from(c.try_clone().map_err(ll_err)?);
+        }
+        ruleset = Some(created);
+    }
+    let known: BitFlags<AccessFs> = landlock::Access::from_all(ABI::from(kernel_abi));
+    let mut sink = Sink {
+        mode,
+        ruleset_fd,
+        handled: handled_fs & known,
+        count: 0,
+        listed: Vec::new(),
+    };
     // Every deny is checked against the allow rules; only those not verified
     // as masked are carved out with Landlock, and paths are resolved only
     // when something has to be carved out.
     let mut denies = Vec::new();
     let mut deny_how = Vec::new();
     let mut masks: Vec<((u64, u64), &Path)> = Vec::new();
-    for d in &p.deny {
+    for (i, d) in p.deny.iter().enumerate() {
         if let Some(id) = d.masked.then(|| mask_in_place(&d.path)).flatten() {
             masks.push((id, &d.path));
             deny_how.push((d.path.clone(), "outer_mask"));
         } else {
             let canon = canonical(&d.path);
+            refuse_linked(i, &d.path, &canon)?;
             denies.push(canon.clone());
             deny_how.push((canon, "landlock"));
         }
@@ -317,7 +439,6 @@ pub fn plan(p: &Policy) -> Result<Plan> {
             .chain(masks.iter().map(|(_, m)| canonical(m)))
             .collect()
     };
-    let mut rules = Vec::new();
     let mut skipped_optional = Vec::new();
     let mut dir = None;
     for (
@@ -402,41 +523,17 @@ pub fn plan(p: &Policy) -> Result<Plan> {
                 .collect();
             if !under.is_empty() && is_dir {
                 drop(fd);
-                expand(&canon, *access, &under, &what(), &mut rules)?;
+                expand(&canon, *access, &under, &what(), &mut sink)?;
                 continue;
             }
         }
-        rules.push(PathRule {
-            path: path.clone(),
-            rights: rights(*access, is_dir),
-            fd,
-            is_dir,
-            access: *access,
-            origin: Origin::Allow(i),
-        });
-    }
-    let mut handled_net = BitFlags::empty();
-    let mut bind_ports = Vec::new();
-    let mut connect_ports = Vec::new();
-    if let Ports::List(l) = &p.tcp_bind {
-        handled_net |= AccessNet::BindTcp;
-        bind_ports = l.clone();
-    }
-    if let Ports::List(l) = &p.tcp_connect {
-        handled_net |= AccessNet::ConnectTcp;
-        connect_ports = l.clone();
-    }
-    let mut scopes = BitFlags::empty();
-    if p.scope_abstract_unix {
-        scopes |= Scope::AbstractUnixSocket;
-    }
-    if p.scope_signal {
-        scopes |= Scope::Signal;
+        sink.push(|| path.clone(), fd, is_dir, *access, || Origin::Allow(i))?;
     }
     Ok(Plan {
-        rules,
+        rules: sink.listed,
+        path_rules: sink.count,
         skipped_optional,
-        handled_fs: landlock::Access::from_all(TARGET_ABI),
+        handled_fs,
         handled_net,
         scopes,
         bind_ports,
@@ -444,7 +541,34 @@ pub fn plan(p: &Policy) -> Result<Plan> {
         compat: p.compat,
         min_abi: p.min_abi,
         denies: deny_how,
+        kernel_abi,
+        ruleset,
     })
+}
+
+/// The ruleset handling everything the plan handles, through the crate (which
+/// knows what each ABI supports and applies the compatibility level).
+fn create_ruleset(
+    compat: Compat,
+    fs: BitFlags<AccessFs>,
+    net: BitFlags<AccessNet>,
+    scopes: BitFlags<Scope>,
+) -> Result<RulesetCreated> {
+    let level = match compat {
+        Compat::BestEffort => CompatLevel::BestEffort,
+        Compat::HardRequirement => CompatLevel::HardRequirement,
+    };
+    let mut rs = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(fs)
+        .map_err(ll_err)?;
+    if !net.is_empty() {
+        rs = rs.handle_access(net).map_err(ll_err)?;
+    }
+    if !scopes.is_empty() {
+        rs = rs.scope(scopes).map_err(ll_err)?;
+    }
+    rs.create().map_err(ll_err)
 }
 
 fn denies_json(d: &[(PathBuf, &'static str)]) -> Value {
@@ -533,9 +657,9 @@ fn ll_err(e: impl std::fmt::Display) -> Error {
     Error::Landlock(format!("landlock: {e}"))
 }
 
-/// Restrict the calling thread. Consumes the plan's fds.
+/// Restrict the calling thread with the ruleset planned in [`Mode::Enforce`].
 pub fn apply(plan: &mut Plan) -> Result<Applied> {
-    let kabi = sys::landlock_abi();
+    let kabi = plan.kernel_abi;
     if let Some(min) = plan.min_abi {
         if kabi < i32::from(min) {
             return Err(Error::Landlock(format!(
@@ -558,42 +682,13 @@ pub fn apply(plan: &mut Plan) -> Result<Applied> {
             ),
         }
     }
-    let level = match plan.compat {
-        Compat::BestEffort => CompatLevel::BestEffort,
-        Compat::HardRequirement => CompatLevel::HardRequirement,
+    let Some(created) = plan.ruleset.take() else {
+        return Err(Error::Landlock(
+            "landlock: internal error: the plan holds no ruleset (planned for --explain or --check)".into(),
+        ));
     };
-    let mut rs = Ruleset::default()
-        .set_compatibility(level)
-        .handle_access(plan.handled_fs)
-        .map_err(ll_err)?;
-    if !plan.handled_net.is_empty() {
-        rs = rs.handle_access(plan.handled_net).map_err(ll_err)?;
-    }
-    if !plan.scopes.is_empty() {
-        rs = rs.scope(plan.scopes).map_err(ll_err)?;
-    }
-    let mut created = rs.create().map_err(ll_err)?;
-    // Path rules go straight to landlock_add_rule on a duplicate of the
-    // ruleset fd (sys::landlock_add_path_rule says why). Their rights were
-    // stripped for files when planned; here they are narrowed to what this
-    // kernel handles, as the crate would (best effort; hard_requirement
-    // already failed above if anything is missing). No fd: Landlock is
-    // unsupported and best effort leaves the ruleset empty, as the crate does.
-    if !plan.rules.is_empty() {
-        let known: BitFlags<AccessFs> = landlock::Access::from_all(ABI::from(kabi));
-        let handled = plan.handled_fs & known;
-        if let Some(rs_fd) = Option::<OwnedFd>::from(created.try_clone().map_err(ll_err)?) {
-            for r in &plan.rules {
-                let access = r.rights & handled;
-                if access.is_empty() {
-                    continue;
-                }
-                sys::landlock_add_path_rule(&rs_fd, &r.fd, access.bits()).map_err(|e| {
-                    Error::Landlock(format!("landlock rule on {}: {e}", r.path.display()))
-                })?;
-            }
-        }
-    }
+    // The path rules were added while planning.
+    let mut created = created?;
     for port in &plan.bind_ports {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::BindTcp))
@@ -605,15 +700,7 @@ pub fn apply(plan: &mut Plan) -> Result<Applied> {
             .map_err(ll_err)?;
     }
     let status = created.restrict_self().map_err(ll_err)?;
-    let path_rules = plan.rules.len();
-    // The rule fds have done their job. They are not closed one by one (one
-    // syscall each, hundreds for an expanded /etc): step 5's close_range
-    // closes them in one call, and O_CLOEXEC guarantees they never reach the
-    // command. A keepFds number cannot collide with one: keepFds names fds
-    // already open at startup, before any rule fd was opened.
-    for r in plan.rules.drain(..) {
-        let _ = std::os::fd::IntoRawFd::into_raw_fd(r.fd);
-    }
+    let path_rules = plan.path_rules;
     let status = match status.ruleset {
         RulesetStatus::FullyEnforced => "fully_enforced",
         RulesetStatus::PartiallyEnforced => "partially_enforced",
@@ -663,7 +750,7 @@ mod tests {
             .as_bytes(),
         )
         .unwrap();
-        let plan = plan(&pol).unwrap();
+        let plan = plan(&pol, Mode::Explain).unwrap();
         let mut paths: Vec<String> = plan
             .rules
             .iter()
@@ -680,20 +767,20 @@ mod tests {
             br#"{"filesystem":{"allow":[{"path":"/usr/bin","access":"read"}],"deny":["/usr"]}}"#,
         )
         .unwrap();
-        let e = plan(&pol).err().unwrap();
+        let e = plan(&pol, Mode::Check).err().unwrap();
         assert!(e.to_string().contains("beneath the denied path"), "{e}");
         let pol = crate::policy::parse(
             br#"{"filesystem":{"allow":[{"path":"/no/such/dir","access":"read"}]}}"#,
         )
         .unwrap();
-        let e = plan(&pol).err().unwrap();
+        let e = plan(&pol, Mode::Check).err().unwrap();
         assert_eq!(e.exit_code(), 70);
         assert!(e.to_string().contains("/no/such/dir does not exist"), "{e}");
         let pol = crate::policy::parse(
             br#"{"filesystem":{"allow":[{"path":"/no/such/dir","access":"read","optional":true}]}}"#,
         )
         .unwrap();
-        assert_eq!(plan(&pol).unwrap().skipped_optional.len(), 1);
+        assert_eq!(plan(&pol, Mode::Check).unwrap().skipped_optional.len(), 1);
     }
 
     /// Opening relative to a shared parent gives what opening the whole path

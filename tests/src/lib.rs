@@ -447,6 +447,7 @@ pub struct Spawn {
     timeout: Duration,
     fds: Vec<(RawFd, RawFd)>,
     stdin: Option<Vec<u8>>,
+    nofile: Option<u64>,
 }
 
 impl Spawn {
@@ -465,6 +466,7 @@ impl Spawn {
             timeout: DEFAULT_TIMEOUT,
             fds: Vec::new(),
             stdin: None,
+            nofile: None,
         }
     }
 
@@ -535,6 +537,13 @@ impl Spawn {
         self
     }
 
+    /// Start with RLIMIT_NOFILE (soft and hard) at `n`.
+    pub fn nofile(mut self, n: u64) -> Self {
+        self.nofile = Some(n);
+        self.desc.push_str(&format!("  [nofile {n}]"));
+        self
+    }
+
     /// Make our fd `src` appear as `dst` (>= 3, inheritable) in the child.
     pub fn inherit_fd(mut self, src: RawFd, dst: RawFd) -> Self {
         assert!(dst >= 3, "only fds above 2");
@@ -552,6 +561,7 @@ impl Spawn {
             Stdio::null()
         });
         let fds = self.fds.clone();
+        let nofile = self.nofile;
         // SAFETY: the closure runs between fork and exec and calls only
         // async-signal-safe functions (setrlimit, dup2, fcntl) on plain data
         // copied into it.
@@ -562,6 +572,15 @@ impl Spawn {
                     rlim_max: 0,
                 };
                 libc::setrlimit(libc::RLIMIT_CORE, &rl);
+                if let Some(n) = nofile {
+                    let rl = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 for &(src, dst) in &fds {
                     if src == dst {
                         let fl = libc::fcntl(dst, libc::F_GETFD);
