@@ -494,6 +494,33 @@ impl Drop for Launched {
     }
 }
 
+/// Free fds bwrap needs of its own (its root, /proc, a mask's temp file)
+/// while it holds the ones passed to it.
+const BWRAP_OWN_FDS: u64 = 8;
+
+/// Refuse a plan whose fds cannot all be passed, before any is duplicated:
+/// each one sits at its target number in the child (a file mask is one fd),
+/// its source first sits above the highest target in ours, and bwrap then
+/// needs a few more. Without this, a few hundred `--hide`s of files failed
+/// with a bare EMFILE or EINVAL from `fcntl`.
+fn check_fd_room(fds: &[(RawFd, FdRole)], max_target: RawFd) -> Result<()> {
+    let masks = fds.iter().filter(|f| f.1 == FdRole::Empty).count() as u64;
+    // One source per role passed, one shared by every mask, up to 4 for stdio
+    // and the options pipe.
+    let sources = fds.len() as u64 - masks + u64::from(masks > 0) + 4;
+    let needed = u64::try_from(max_target).unwrap_or(0) + 1 + sources.max(BWRAP_OWN_FDS);
+    let soft = sys::nofile_soft_limit();
+    if needed > soft {
+        return Err(Error::io(
+            "file descriptors",
+            std::io::Error::other(format!(
+                "the sandbox needs {needed} ({masks} for hidden files, one each), above the soft RLIMIT_NOFILE of {soft}; raise it (ulimit -n), or hide the files' directory instead"
+            )),
+        ));
+    }
+    Ok(())
+}
+
 /// Start bwrap (or the helper) per `spec`; see [`Launched`].
 /// `helper`: the helper file's fd, when the spec passes it.
 pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Result<Launched> {
@@ -543,15 +570,29 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     if bwrap {
         max_target = args_fd;
     }
-    let mut sources: Vec<(RawFd, OwnedFd)> = Vec::new();
-    let null = match spec.fds.iter().any(|f| f.1 == FdRole::Empty) {
-        true => Some(
-            sys::open(Path::new("/dev/null"), libc::O_RDONLY)
-                .map_err(|e| Error::io("/dev/null", e))?,
-        ),
-        false => None,
-    };
+    check_fd_room(spec.fds, max_target)?;
+    // `(target, source)`; the sources are owned by `held`. Every file mask
+    // (an empty fd each) shares one source.
+    let mut sources: Vec<(RawFd, RawFd)> = Vec::new();
+    let mut held: Vec<OwnedFd> = Vec::new();
+    let mut null_high: Option<RawFd> = None;
     for (target, role) in spec.fds {
+        if *role == FdRole::Empty {
+            let src = match null_high {
+                Some(fd) => fd,
+                None => {
+                    let null = sys::open(Path::new("/dev/null"), libc::O_RDONLY)
+                        .map_err(|e| Error::io("/dev/null", e))?;
+                    let high = sys::dup_above(null.as_raw_fd(), max_target + 1)
+                        .map_err(|e| Error::io("dup", e))?;
+                    let fd = high.as_raw_fd();
+                    held.push(high);
+                    *null_high.insert(fd)
+                }
+            };
+            sources.push((*target, src));
+            continue;
+        }
         let src: RawFd = match role {
             FdRole::Report => Some(report_w.as_raw_fd()),
             FdRole::Info => Some(info_w.as_raw_fd()),
@@ -560,7 +601,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
                 .and_then(|p| p.fd.as_ref())
                 .map(|f| f.as_raw_fd()),
             FdRole::Helper => helper,
-            FdRole::Empty => null.as_ref().map(|f| f.as_raw_fd()),
+            FdRole::Empty => None,
         }
         .ok_or_else(|| {
             Error::io(
@@ -569,9 +610,9 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
             )
         })?;
         let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
-        sources.push((*target, high));
+        sources.push((*target, high.as_raw_fd()));
+        held.push(high);
     }
-    drop(null);
     drop(report_w);
     drop(info_w);
 
@@ -598,7 +639,8 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     }
     for (target, src) in stdio {
         let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
-        sources.push((target, high));
+        sources.push((target, high.as_raw_fd()));
+        held.push(high);
     }
     drop(err_w);
     drop(stdin_null);
@@ -632,7 +674,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
                 .collect::<Result<_>>()?
         },
         cwd: cstr(&spec.cwd.to_string_lossy())?,
-        fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
+        fds: sources,
         // Nothing else crosses exec: not the caller's leaked fds, not ours.
         cloexec_from: (max_target + 1) as u32,
         switch_to: spec.switch_to,
@@ -648,7 +690,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         ),
     })?;
     drop(spawn_spec);
-    drop(sources); // the parent's copies of every fd passed
+    drop(held); // the parent's copies of every fd passed
     let launched = |pidfd| Launched {
         pid,
         pidfd: Some(pidfd),

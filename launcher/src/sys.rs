@@ -31,6 +31,19 @@ pub fn dup_above(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
 
+/// The soft RLIMIT_NOFILE (infinity as `u64::MAX`).
+pub fn nofile_soft_limit() -> u64 {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one struct rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return u64::MAX;
+    }
+    rl.rlim_cur
+}
+
 pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFL/F_SETFL on an fd we own; no pointers involved.
     let fl = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;

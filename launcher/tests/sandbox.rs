@@ -1762,3 +1762,70 @@ fn hides_through_symlinks_in_the_workspace_are_refused() {
     assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains(".ssh"), "{err}");
 }
+
+/// Each hidden file is one fd passed to bwrap. Hundreds of them fit under a
+/// soft RLIMIT_NOFILE of 512 (before, the launcher needed two fds per mask
+/// and failed with a bare EMFILE past ≈ 250), and past the limit the run is
+/// refused with one line naming the fix, before anything starts.
+#[test]
+fn many_hidden_files_fit_under_the_fd_limit_or_are_refused_clearly() {
+    use std::os::unix::process::CommandExt;
+    let ws = workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    let files: Vec<String> = (0..400)
+        .map(|i| {
+            let f = outside.path().join(format!("f{i}"));
+            std::fs::write(&f, format!("HIDDEN-{i}\n")).unwrap();
+            std::fs::set_permissions(&f, PermissionsExt::from_mode(0o644)).unwrap();
+            f.to_str().unwrap().to_string()
+        })
+        .collect();
+    let o = outside.path().to_str().unwrap();
+    let script = format!("cat {o}/f0 {o}/f399; echo done");
+    let run_with = |nofile: u64, hide: bool| {
+        let mut args = vec!["run", "--workspace", ws.path().to_str().unwrap(), "--ro", o];
+        if hide {
+            for f in &files {
+                args.extend(["--hide", f.as_str()]);
+            }
+        }
+        args.extend(["--", "sh", "-c", &script]);
+        let mut c = cmd();
+        c.args(&args);
+        // SAFETY: between fork and exec; setrlimit is async-signal-safe and
+        // only reads a struct on this closure's stack.
+        unsafe {
+            c.pre_exec(move || {
+                let rl = libc::rlimit {
+                    rlim_cur: nofile,
+                    rlim_max: nofile,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    let out = run_with(512, true);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(stdout, "done\n", "{out:?}");
+    // Too many for the limit: one line, exit 125, the command never ran.
+    let out = run_with(256, true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(" for hidden files, one each"), "{stderr}");
+    assert!(stderr.contains("RLIMIT_NOFILE of 256"), "{stderr}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    // Control: unhidden, the same files are readable under the same limit.
+    let out = run_with(256, false);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("HIDDEN-0") && stdout.contains("HIDDEN-399"),
+        "{out:?}"
+    );
+}
