@@ -570,11 +570,15 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         }
         if let Op::RoBind { path, try_ } = &op {
             // execute implies read: running a program means reading it.
+            // bwrap resolves the path again when it mounts it: with the
+            // identity seen here the helper refuses whatever a concurrent
+            // process swapped in meanwhile (a symlink to a directory the
+            // caller can read but the plan would have hidden).
             rules.push(Rule {
                 path: path.clone(),
                 access: "execute",
                 optional: *try_,
-                identity: None,
+                identity: fs.lstat(path).map(|m| m.id),
             });
             if writable
                 .iter()

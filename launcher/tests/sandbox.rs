@@ -1576,35 +1576,46 @@ fn protections_nested_in_the_workspace_cannot_be_moved_away() {
     );
 }
 
-/// The workspace rule in the helper policy carries the identity the planner
+/// The workspace and read-only rules in the helper policy carry the identity the planner
 /// saw, so a directory swapped in before bwrap mounts it is refused by the
 /// helper (tests/tests/helper_policy_file.rs shows the refusal).
 #[test]
-fn workspace_rule_carries_its_identity() {
+fn workspace_and_read_only_rules_carry_their_identity() {
     let ws = workspace();
+    let ro = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(ro.path(), PermissionsExt::from_mode(0o755)).unwrap();
     let out = run(&[
         "explain",
         "--json",
         "--workspace",
         ws.path().to_str().unwrap(),
+        "--ro",
+        ro.path().to_str().unwrap(),
         "--",
         "true",
     ]);
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let m = std::fs::metadata(ws.path()).unwrap();
-    let rule = v["helper_policy"]["filesystem"]["allow"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"] == ws.path().to_str().unwrap())
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        rule["identity"],
-        serde_json::json!([m.dev(), m.ino()]),
-        "{v}"
-    );
+    for (path, access) in [
+        (ws.path(), "readwriteexecute"),
+        (ro.path(), "execute"),
+        (Path::new("/usr"), "execute"),
+    ] {
+        let m = std::fs::metadata(path).unwrap();
+        let rule = v["helper_policy"]["filesystem"]["allow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path.to_str().unwrap())
+            .cloned()
+            .unwrap_or_else(|| panic!("no rule for {}: {v}", path.display()));
+        assert_eq!(rule["access"], access, "{v}");
+        assert_eq!(
+            rule["identity"],
+            serde_json::json!([m.dev(), m.ino()]),
+            "{v}"
+        );
+    }
 }
 
 /// A command that turns echo off on the caller's terminal and exits leaves
