@@ -709,6 +709,14 @@ impl Drop for TtyGuard {
     fn drop(&mut self) {
         if let Some((i, t)) = &self.0 {
             std_fd(*i, |fd| {
+                // Run as a background job of this terminal, the launcher
+                // would be stopped by SIGTTOU at the first tc* call (and the
+                // settings belong to the foreground job by now): leave them.
+                // A terminal that is not ours to control (ENOTTY) sends no
+                // SIGTTOU, and the command may have changed it all the same.
+                if nix::unistd::tcgetpgrp(fd).is_ok_and(|fg| fg != nix::unistd::getpgrp()) {
+                    return;
+                }
                 let _ = nix::sys::termios::tcsetattr(fd, nix::sys::termios::SetArg::TCSANOW, t);
                 // Output stopped by the command (a TCOOFF the filter missed,
                 // or the helper alone) would hang the caller's next write.

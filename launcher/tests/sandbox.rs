@@ -1840,3 +1840,64 @@ fn many_hidden_files_fit_under_the_fd_limit_or_are_refused_clearly() {
         "{out:?}"
     );
 }
+
+/// Started as a background job of an interactive terminal (`cordon run … &`
+/// with job control), the launcher finishes instead of being stopped by
+/// SIGTTOU when it puts the terminal's settings back (it leaves them to the
+/// foreground job). Before, `wait` saw the job stop: status 150.
+#[test]
+fn background_job_on_a_terminal_is_not_stopped() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let ws = workspace();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let io = |f: &std::os::fd::OwnedFd| Stdio::from(f.try_clone().unwrap());
+    let helper = helper();
+    let sha = helper_sha();
+    let script = r#"set -m; "$@" & p=$!; wait $p; echo "rc=$?"; kill -9 $p 2>/dev/null; exit 0"#;
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", script, "sh"])
+        .arg(cordon_bin())
+        .args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .env("CORDON_HELPER", &helper)
+        .env("CORDON_HELPER_SHA256", &sha)
+        .env_remove("CORDON_BWRAP")
+        .stdin(io(&pty.slave))
+        .stdout(io(&pty.slave))
+        .stderr(io(&pty.slave));
+    // SAFETY: between fork and exec; setsid and ioctl are async-signal-safe
+    // and touch no memory of ours.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().unwrap();
+    // Our copies of the terminal's slave side, or the read below never
+    // sees the end of the session.
+    drop(c);
+    drop(pty.slave);
+    let mut master = std::fs::File::from(pty.master);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // EIO once the session's last process has closed the terminal.
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 || Instant::now() > deadline {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert!(child.wait().unwrap().success());
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("rc=0"), "{out}");
+}
