@@ -570,15 +570,12 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         }
         if let Op::RoBind { path, try_ } = &op {
             // execute implies read: running a program means reading it.
-            // bwrap resolves the path again when it mounts it: with the
-            // identity seen here the helper refuses whatever a concurrent
-            // process swapped in meanwhile (a symlink to a directory the
-            // caller can read but the plan would have hidden).
+            // (Its identity is set once the mounts are final, below.)
             rules.push(Rule {
                 path: path.clone(),
                 access: "execute",
                 optional: *try_,
-                identity: fs.lstat(path).map(|m| m.id),
+                identity: None,
             });
             if writable
                 .iter()
@@ -889,6 +886,25 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         }
     }
     rules.extend(pin_rules);
+    // bwrap resolves each read-only root again when it mounts it: with the
+    // identity seen here the helper refuses whatever a concurrent process
+    // swapped in meanwhile (a symlink to a directory the caller can read but
+    // the plan would have hidden). Not for a root that a later mount covers
+    // (a tmpfs over /home, say): the rule then meets that mount.
+    for r in rules.iter_mut().filter(|r| r.identity.is_none()) {
+        let Some(i) = ops
+            .iter()
+            .position(|o| matches!(o, Op::RoBind { path, .. } if paths::same(path, &r.path)))
+        else {
+            continue;
+        };
+        if !ops[i + 1..]
+            .iter()
+            .any(|o| paths::is_under(&r.path, o.dest()))
+        {
+            r.identity = fs.lstat(&r.path).map(|m| m.id);
+        }
+    }
     let best_effort = opts.degrade_inner;
     let helper_user = if opts.layers == Layers::Inner && host.euid == 0 {
         Some((uid, gid))

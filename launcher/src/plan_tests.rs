@@ -528,6 +528,20 @@ fn trusted_maintenance_host_root() {
     let pol = p.helper_policy.unwrap();
     assert_eq!(pol["env"]["set"]["XDG_CACHE_HOME"], "/var/cache");
     assert!(a.contains(&"--share-net".to_string()));
+    // Read-only roots carry their identity, except one a later mount covers
+    // (the tmpfs over /home): the helper would meet the tmpfs there.
+    let rule = |path: &str| {
+        pol["filesystem"]["allow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("{path}: {pol}"))
+    };
+    assert!(rule("/opt")["identity"].is_array(), "{pol}");
+    assert!(rule("/usr")["identity"].is_array(), "{pol}");
+    assert!(rule("/home").get("identity").is_none(), "{pol}");
 }
 
 #[test]
