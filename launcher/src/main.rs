@@ -21,6 +21,11 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // so the sandbox is still cleaned up (children get SIGPIPE back: spawn.rs).
     // SAFETY: installing SIG_IGN runs no code of ours.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // A caller that ignores SIGCHLD would have our children reaped by the
+    // kernel: no status to wait for, and bwrap, inheriting it, hangs waiting
+    // for its own. The launcher needs the default.
+    // SAFETY: installing SIG_DFL runs no code of ours.
+    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
     // SAFETY: argc and argv are what the C runtime passed to main.
     let raw = unsafe { startup::args(argc, argv) };
     // Arguments are text: bytes that are not UTF-8 would have to be changed

@@ -159,7 +159,7 @@ fn start(
         fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
         cloexec_from: first_free as u32,
         switch_to: switch,
-        reset_signals: crate::spawn::LAUNCHER_SIGNALS.to_vec(),
+        reset_signals: crate::spawn::signals_to_reset(),
     };
     let pid = crate::spawn::spawn(&spec).map_err(|e| format!("spawn {}: {e}", argv[0]))?;
     Ok((pid, out_r))

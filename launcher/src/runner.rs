@@ -94,7 +94,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Installed when the first sandbox starts (`launch`), not before: until
 /// then nothing needs tearing down, and a signal during setup (a slow config,
 /// an exec-json request still arriving) ends the launcher at once. Once
-/// installed, later calls do nothing.
+/// installed, later calls do nothing. A signal ignored when the launcher
+/// started stays ignored: `nohup cordon run …` must survive the hangup, and
+/// a background job of a non-interactive shell ignores SIGINT on purpose.
 pub fn install_handlers() -> Result<()> {
     if SIGNAL_R.load(Ordering::Relaxed) >= 0 {
         return Ok(());
@@ -104,6 +106,9 @@ pub fn install_handlers() -> Result<()> {
     SIGNAL_R.store(std::os::fd::IntoRawFd::into_raw_fd(r), Ordering::Relaxed);
     SIGNAL_W.store(std::os::fd::IntoRawFd::into_raw_fd(w), Ordering::Relaxed);
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        if sys::signal_ignored(sig) {
+            continue;
+        }
         // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
@@ -678,7 +683,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         // Nothing else crosses exec: not the caller's leaked fds, not ours.
         cloexec_from: (max_target + 1) as u32,
         switch_to: spec.switch_to,
-        reset_signals: spawn::LAUNCHER_SIGNALS.to_vec(),
+        reset_signals: spawn::signals_to_reset(),
     };
     let pid = spawn::spawn(&spawn_spec).map_err(|e| match e.err.kind() {
         std::io::ErrorKind::NotFound if bwrap && e.step == spawn::Step::Exec => {

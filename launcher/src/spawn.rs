@@ -44,6 +44,18 @@ pub struct Spec {
 pub const LAUNCHER_SIGNALS: [libc::c_int; 4] =
     [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
+/// What a child must reset: SIGPIPE always (the launcher's own ignore), and
+/// each of SIGINT, SIGTERM and SIGHUP unless it is ignored — ignored when the
+/// launcher started (`nohup`, a background job of a non-interactive shell),
+/// it stays ignored for bwrap too, as the caller asked. A handler is never
+/// left in place: it must not run in the child, on our memory.
+pub fn signals_to_reset() -> Vec<libc::c_int> {
+    LAUNCHER_SIGNALS
+        .into_iter()
+        .filter(|&s| s == libc::SIGPIPE || !crate::sys::signal_ignored(s))
+        .collect()
+}
+
 /// The step of the child that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {

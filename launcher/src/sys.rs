@@ -31,6 +31,16 @@ pub fn dup_above(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
 
+/// Is `sig`'s disposition SIG_IGN?
+pub fn signal_ignored(sig: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only writes the old one into
+    // a zeroed struct we own.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// The soft RLIMIT_NOFILE (infinity as `u64::MAX`).
 pub fn nofile_soft_limit() -> u64 {
     let mut rl = libc::rlimit {

@@ -1901,3 +1901,102 @@ fn background_job_on_a_terminal_is_not_stopped() {
     let out = String::from_utf8_lossy(&out);
     assert!(out.contains("rc=0"), "{out}");
 }
+
+/// Spawn `cordon run` in a process group of its own with `sig` ignored, as
+/// a caller may start it.
+fn spawn_ignoring(sig: libc::c_int, ws: &Path, script: &str) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut c = cmd();
+    c.args([
+        "run",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    // SAFETY: between fork and exec; setpgid and signal are async-signal-safe
+    // and install no handler of ours.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if sig != 0 {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    c.spawn().unwrap()
+}
+
+/// Wait at most 30 s for `child`; its exit status and stdout.
+fn wait_bounded(mut child: std::process::Child) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let start = Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            // SAFETY: kill on our own child's process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("cordon still running after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    (st, out)
+}
+
+/// A caller that ignores SIGCHLD (the kernel then reaps its children's
+/// children for them) still gets the command's status and output. Before,
+/// bwrap inherited the ignore and the run hung.
+#[test]
+fn sigchld_ignored_by_the_caller_still_completes() {
+    let ws = workspace();
+    let (st, out) = wait_bounded(spawn_ignoring(
+        libc::SIGCHLD,
+        ws.path(),
+        "echo child-ok; exit 3",
+    ));
+    assert_eq!(st.code(), Some(3), "{out}");
+    assert_eq!(out, "child-ok\n");
+}
+
+/// `nohup cordon run …`: a hangup of the terminal (SIGHUP to the launcher's
+/// process group) does not end a run whose caller ignores SIGHUP. Before,
+/// the launcher caught it anyway and tore the sandbox down. Control: not
+/// ignored, the same hangup ends the run.
+#[test]
+fn sighup_ignored_by_the_caller_stays_ignored() {
+    let ws = workspace();
+    let hangup = |ignore: bool| {
+        let child = spawn_ignoring(
+            if ignore { libc::SIGHUP } else { 0 },
+            ws.path(),
+            "sleep 1; echo survived",
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: kill on our own child's process group.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGHUP) };
+        wait_bounded(child)
+    };
+    let (st, out) = hangup(true);
+    assert!(st.success(), "{st:?} {out}");
+    assert_eq!(out, "survived\n");
+    let (st, out) = hangup(false);
+    assert!(!st.success(), "{st:?} {out}");
+    assert!(!out.contains("survived"), "{out}");
+}
