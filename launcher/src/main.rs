@@ -26,6 +26,16 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // for its own. The launcher needs the default.
     // SAFETY: installing SIG_DFL runs no code of ours.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
+    // Installed setuid or setgid (or with file capabilities), the launcher
+    // would plan as one user and run for another: a caller could choose
+    // `--uid 0` and a writable /etc. The kernel says so in AT_SECURE.
+    // SAFETY: getauxval reads the auxiliary vector; no memory of ours.
+    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+        eprintln!(
+            "cordon: error: refusing to run setuid, setgid or with file capabilities; install cordon as a plain executable (mode 0755)"
+        );
+        std::process::exit(cordon::error::exit::SETUP);
+    }
     // SAFETY: argc and argv are what the C runtime passed to main.
     let raw = unsafe { startup::args(argc, argv) };
     // Arguments are text: bytes that are not UTF-8 would have to be changed

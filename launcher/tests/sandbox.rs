@@ -2000,3 +2000,55 @@ fn sighup_ignored_by_the_caller_stays_ignored() {
     assert!(!st.success(), "{st:?} {out}");
     assert!(!out.contains("survived"), "{out}");
 }
+
+/// Installed setuid root, cordon would plan as root for any user who runs
+/// it (`--uid 0`, root's files): it refuses to start. Only root can make
+/// such a copy, so this runs in the root pass. Control: the same copy
+/// without the setuid bit runs the command for that user.
+#[test]
+fn setuid_install_is_refused() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("setuid_install_is_refused: needs root to make a setuid-root copy; covered by the root pass");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("cordon");
+    std::fs::copy(cordon_bin(), &copy).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(ws.path(), Some(1001), Some(1001)).unwrap();
+    let run_as_user = |mode: u32| {
+        std::fs::set_permissions(&copy, PermissionsExt::from_mode(mode)).unwrap();
+        Command::new(&copy)
+            .args([
+                "run",
+                "--workspace",
+                ws.path().to_str().unwrap(),
+                "--",
+                "id",
+                "-u",
+            ])
+            .env("CORDON_HELPER", helper())
+            .env("CORDON_HELPER_SHA256", helper_sha())
+            .env("HOME", ws.path())
+            .env_remove("CORDON_BWRAP")
+            .current_dir(ws.path())
+            .uid(1001)
+            .gid(1001)
+            .output()
+            .unwrap()
+    };
+    let out = run_as_user(0o4755);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        stderr.starts_with("cordon: error: refusing to run setuid"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let out = run_as_user(0o755);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1001\n", "{out:?}");
+}
