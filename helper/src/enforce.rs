@@ -13,8 +13,9 @@ pub struct Options {
     pub command: Vec<OsString>,
 }
 
-/// Step 1a: a setuid/setgid helper would hand the caller's policy root's
-/// powers; refuse before reading anything.
+/// Step 1a: a setuid/setgid helper, or one with file capabilities, would
+/// hand the caller's policy powers the caller lacks; refuse before reading
+/// anything.
 pub fn refuse_setuid() -> Result<()> {
     use nix::unistd::{getegid, geteuid, getgid, getuid};
     if getuid() != geteuid() || getgid() != getegid() {
@@ -25,6 +26,28 @@ pub fn refuse_setuid() -> Result<()> {
             getgid(),
             getegid()
         )));
+    }
+    // File capabilities hand a caller powers its uid does not have: with
+    // CAP_SETUID a policy's `user` could switch to root. Only an exec that
+    // changed something sets AT_SECURE (free to read); then capabilities
+    // held beyond the ambient set, by a caller that is not root, came from
+    // the file (an LSM transition sets AT_SECURE too, and passes here).
+    // SAFETY: getauxval reads the auxiliary vector; no memory of ours.
+    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 && !geteuid().is_root() {
+        use ::caps::CapSet;
+        let read = |set| ::caps::read(None, set).unwrap_or_default();
+        let ambient = read(CapSet::Ambient);
+        let mut from_file: Vec<String> = read(CapSet::Permitted)
+            .difference(&ambient)
+            .map(|c| c.to_string())
+            .collect();
+        if !from_file.is_empty() {
+            from_file.sort();
+            return Err(Error::Setuid(format!(
+                "refusing to run with file capabilities ({}); remove them (setcap -r cordon-helper): the helper needs no privilege",
+                from_file.join(", ")
+            )));
+        }
     }
     Ok(())
 }

@@ -26,13 +26,25 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // for its own. The launcher needs the default.
     // SAFETY: installing SIG_DFL runs no code of ours.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
-    // Installed setuid or setgid (or with file capabilities), the launcher
-    // would plan as one user and run for another: a caller could choose
-    // `--uid 0` and a writable /etc. The kernel says so in AT_SECURE.
-    // SAFETY: getauxval reads the auxiliary vector; no memory of ours.
-    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+    // Installed setuid or setgid, the launcher would plan with one user's
+    // powers for another: a caller could choose `--uid 0` and root's files.
+    // AT_SECURE (free to read) is set by any such exec; the ids decide.
+    // SAFETY: getauxval reads the auxiliary vector; the id calls only return.
+    let (uid, euid, gid, egid) = unsafe {
+        if libc::getauxval(libc::AT_SECURE) != 0 {
+            (
+                libc::getuid(),
+                libc::geteuid(),
+                libc::getgid(),
+                libc::getegid(),
+            )
+        } else {
+            (0, 0, 0, 0)
+        }
+    };
+    if uid != euid || gid != egid {
         eprintln!(
-            "cordon: error: refusing to run setuid, setgid or with file capabilities; install cordon as a plain executable (mode 0755)"
+            "cordon: error: refusing to run setuid or setgid (uid {uid} euid {euid}, gid {gid} egid {egid}); install cordon as a plain executable (mode 0755): it needs no privilege"
         );
         std::process::exit(cordon::error::exit::SETUP);
     }

@@ -366,3 +366,88 @@ fn setuid_helper_refuses_to_run_76() {
         "{stderr}"
     );
 }
+
+/// A helper given file capabilities (`setcap cap_setuid,cap_setgid+ep`)
+/// would let any caller's policy switch to root (`"user": {"uid": 0}`) and
+/// run the command as uid 0: it refuses to start (76). Before, `id -u`
+/// printed 0 for uid 1001. Control: the same copy without the capabilities
+/// cannot switch (73). Only root can set file capabilities.
+#[test]
+fn file_capabilities_helper_refuses_to_run_76() {
+    use std::fs;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("cordon-filecaps-")
+        .tempdir()
+        .unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let policy = dir.path().join("policy.json");
+    fs::write(
+        &policy,
+        json!({
+            "filesystem": {"allow": [
+                {"path": "/usr", "access": "execute"},
+                {"path": "/bin", "access": "execute", "optional": true},
+                {"path": "/lib", "access": "execute", "optional": true},
+                {"path": "/lib64", "access": "execute", "optional": true},
+            ]},
+            "user": {"uid": 0, "gid": 0},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    fs::set_permissions(&policy, fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&policy, Some(1001), Some(1001)).unwrap();
+    let copy = dir.path().join("cordon-helper");
+    let run = |file_caps: bool| {
+        let _ = fs::remove_file(&copy);
+        fs::copy(helper_bin(), &copy).unwrap();
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        if file_caps {
+            // struct vfs_cap_data, revision 2: effective flag, then the
+            // permitted and inheritable words of each half.
+            let setuid_setgid: u32 = (1 << 7) | (1 << 6); // CAP_SETUID, CAP_SETGID
+            let mut v = Vec::new();
+            for w in [0x0200_0001u32, setuid_setgid, 0, 0, 0] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+            let path = std::ffi::CString::new(copy.as_os_str().as_bytes()).unwrap();
+            // SAFETY: path and value are valid for the call; the kernel copies them.
+            let r = unsafe {
+                libc::setxattr(
+                    path.as_ptr(),
+                    c"security.capability".as_ptr(),
+                    v.as_ptr().cast(),
+                    v.len(),
+                    0,
+                )
+            };
+            assert_eq!(r, 0, "setxattr: {}", std::io::Error::last_os_error());
+        }
+        std::process::Command::new(&copy)
+            .arg("--policy-file")
+            .arg(&policy)
+            .args(["--", "/usr/bin/id", "-u"])
+            .uid(1001)
+            .gid(1001)
+            .output()
+            .unwrap()
+    };
+    let out = run(true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::SETUID), "{out:?}");
+    assert!(
+        stderr.starts_with(
+            "cordon-helper: error: refusing to run with file capabilities (CAP_SETGID, CAP_SETUID)"
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let control = run(false);
+    assert_eq!(control.status.code(), Some(exit::CAPS), "{control:?}");
+}
