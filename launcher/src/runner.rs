@@ -89,7 +89,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Route SIGINT/SIGTERM/SIGHUP to the runner, which tears the sandbox down.
+/// Route SIGINT/SIGTERM/SIGHUP to the runner, which tears the sandbox down,
+/// and SIGTSTP, which suspends it (see [`suspend`]).
 ///
 /// Installed when the first sandbox starts (`launch`), not before: until
 /// then nothing needs tearing down, and a signal during setup (a slow config,
@@ -105,7 +106,7 @@ pub fn install_handlers() -> Result<()> {
     sys::set_nonblocking(w.as_raw_fd()).map_err(|e| Error::io("signal pipe", e))?;
     SIGNAL_R.store(std::os::fd::IntoRawFd::into_raw_fd(r), Ordering::Relaxed);
     SIGNAL_W.store(std::os::fd::IntoRawFd::into_raw_fd(w), Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGTSTP] {
         if sys::signal_ignored(sig) {
             continue;
         }
@@ -368,6 +369,94 @@ fn childless_single_thread(pid: libc::pid_t) -> bool {
         sys::read_all(Path::new(&format!("/proc/{pid}/task/{pid}/children"))),
         Ok(b) if b.iter().all(u8::is_ascii_whitespace)
     )
+}
+
+/// Ctrl-Z: stop every process of the sandbox, then ourselves; once we are
+/// continued (`fg`, `bg`), continue them. bwrap runs in a process group of
+/// its own and the command in a session of its own, so the terminal's
+/// SIGTSTP reaches only the launcher: without this the command ran on while
+/// the run looked suspended, reading the terminal the shell had taken back
+/// (the next password typed at a prompt, say). Returns how long we were
+/// stopped.
+fn suspend(pid: libc::pid_t, pidfd: &OwnedFd) -> Duration {
+    let stopped = stop_tree(pid, pidfd);
+    let t = Instant::now();
+    let _ = sys::kill(sys::getpid(), libc::SIGSTOP);
+    let away = t.elapsed();
+    for (_, fd) in stopped.iter().rev() {
+        let _ = sys::pidfd_send_signal(fd, libc::SIGCONT);
+    }
+    away
+}
+
+/// SIGSTOP `root` and every descendant, each through a pidfd checked to be
+/// the child of the process it was listed under (a pid reused meanwhile is
+/// left alone). Walked again until a round finds nothing new: a process
+/// may have forked before its stop took effect.
+fn stop_tree(root: libc::pid_t, root_fd: &OwnedFd) -> Vec<(libc::pid_t, OwnedFd)> {
+    let mut stopped: Vec<(libc::pid_t, OwnedFd)> = Vec::new();
+    if let Ok(fd) = root_fd.try_clone() {
+        let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
+        stopped.push((root, fd));
+    }
+    for _round in 0..16 {
+        let mut new = false;
+        let mut stack = vec![root];
+        let mut seen = Vec::new();
+        while let Some(parent) = stack.pop() {
+            if seen.contains(&parent) {
+                continue;
+            }
+            seen.push(parent);
+            for child in children(parent) {
+                stack.push(child);
+                if stopped.iter().any(|(p, _)| *p == child) {
+                    continue;
+                }
+                let Ok(fd) = sys::pidfd_open(child) else {
+                    continue;
+                };
+                if parent_of(child) != Some(parent) {
+                    continue;
+                }
+                let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
+                stopped.push((child, fd));
+                new = true;
+            }
+        }
+        if !new {
+            break;
+        }
+    }
+    stopped
+}
+
+/// The children of every thread of `pid`.
+fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut v = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return v;
+    };
+    for t in tasks.flatten() {
+        let mut p = t.path();
+        p.push("children");
+        if let Ok(b) = sys::read_all(&p) {
+            v.extend(
+                String::from_utf8_lossy(&b)
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    v
+}
+
+/// The parent of `pid`, from /proc/PID/stat.
+fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn kill_sandbox(pid: libc::pid_t) {
@@ -795,7 +884,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     }
 
     // A timeout too large to add to a clock reading never expires.
-    let deadline = plan
+    let mut deadline = plan
         .timeout
         .and_then(|t| start.checked_add(Duration::from_secs(t)));
     let mut timed_out = false;
@@ -932,9 +1021,19 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                 .is_some_and(|p| p.fd == sig_r && p.revents != 0)
         {
             let mut b = [0u8; 1];
-            if let Ok(1) = sys::read(sig_r, &mut b) {
-                interrupted = Some(b[0] as i32);
-                kill_sandbox(pid);
+            match sys::read(sig_r, &mut b) {
+                Ok(1) if b[0] as i32 == libc::SIGTSTP => {
+                    if exited.is_none() {
+                        // Time spent stopped does not count against --timeout.
+                        let away = suspend(pid, &pidfd);
+                        deadline = deadline.and_then(|d| d.checked_add(away));
+                    }
+                }
+                Ok(1) => {
+                    interrupted = Some(b[0] as i32);
+                    kill_sandbox(pid);
+                }
+                _ => {}
             }
         }
         if let Some(w) = &in_w {

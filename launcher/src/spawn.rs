@@ -40,12 +40,17 @@ pub struct Spec {
 
 /// The dispositions the launcher changes, reset in every child it starts:
 /// std ignores SIGPIPE (an ignored signal stays ignored across exec), and
-/// the launcher catches SIGINT, SIGTERM and SIGHUP.
-pub const LAUNCHER_SIGNALS: [libc::c_int; 4] =
-    [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// the launcher catches SIGINT, SIGTERM, SIGHUP and SIGTSTP.
+pub const LAUNCHER_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGPIPE,
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGTSTP,
+];
 
 /// What a child must reset: SIGPIPE always (the launcher's own ignore), and
-/// each of SIGINT, SIGTERM and SIGHUP unless it is ignored — ignored when the
+/// each of SIGINT, SIGTERM, SIGHUP and SIGTSTP unless it is ignored — ignored when the
 /// launcher started (`nohup`, a background job of a non-interactive shell),
 /// it stays ignored for bwrap too, as the caller asked. A handler is never
 /// left in place: it must not run in the child, on our memory.

@@ -2052,3 +2052,60 @@ fn setuid_install_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1001\n", "{out:?}");
 }
+
+/// The state letter of `pid` in /proc/PID/stat (`T` when stopped).
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Ctrl-Z (SIGTSTP to the launcher) suspends the whole run: the command
+/// stops too, instead of running on (and reading the terminal the shell has
+/// taken back) while the run looks suspended. SIGCONT resumes it. Before,
+/// the command's ticks kept coming while the launcher was stopped.
+#[test]
+fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
+    let ws = workspace();
+    let ticks = ws.path().join("ticks");
+    let child = spawn_ignoring(
+        0,
+        ws.path(),
+        &format!(
+            "while :; do echo . >> {}; sleep 0.02; done",
+            ticks.display()
+        ),
+    );
+    let pid = child.id();
+    let size = || std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+    let start = Instant::now();
+    while size() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTSTP) };
+    let start = Instant::now();
+    while proc_state(pid) != Some('T') {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "launcher never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let frozen = size();
+    std::thread::sleep(Duration::from_millis(400));
+    let stopped_growth = size() - frozen;
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let start = Instant::now();
+    while size() <= frozen + stopped_growth + 4 {
+        assert!(start.elapsed() < Duration::from_secs(10), "never resumed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let (st, _) = wait_bounded(child);
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(stopped_growth, 0, "the command ran on while suspended");
+}
