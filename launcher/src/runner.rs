@@ -1022,13 +1022,12 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         {
             let mut b = [0u8; 1];
             match sys::read(sig_r, &mut b) {
-                Ok(1) if b[0] as i32 == libc::SIGTSTP => {
-                    if exited.is_none() {
-                        // Time spent stopped does not count against --timeout.
-                        let away = suspend(pid, &pidfd);
-                        deadline = deadline.and_then(|d| d.checked_add(away));
-                    }
+                Ok(1) if b[0] as i32 == libc::SIGTSTP && exited.is_none() => {
+                    // Time spent stopped does not count against --timeout.
+                    let away = suspend(pid, &pidfd);
+                    deadline = deadline.and_then(|d| d.checked_add(away));
                 }
+                Ok(1) if b[0] as i32 == libc::SIGTSTP => {}
                 Ok(1) => {
                     interrupted = Some(b[0] as i32);
                     kill_sandbox(pid);
