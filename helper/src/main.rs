@@ -127,6 +127,14 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Option<Args>, Er
             }
         }
     }
+    if let (Mode::Run, Some(Source::Fd(fd @ 0..=2))) = (&a.mode, &a.source) {
+        // The policy's fd is closed once read: the command would start with
+        // its stdin (or stdout, stderr) closed, and its next open would take
+        // that number.
+        return Err(Error::Usage(format!(
+            "--policy-fd {fd} is the command's stdio, closed once the policy is read; pass the policy on fd 3 or above (--policy-fd 3 -- CMD 3< policy.json)"
+        )));
+    }
     if a.mode == Mode::Run && a.command.is_empty() {
         return Err(Error::Usage(
             "no command given (cordon-helper [options] -- CMD [ARGS...])".into(),

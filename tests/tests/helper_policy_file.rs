@@ -1105,3 +1105,34 @@ fn allow_rule_identity_must_match() {
         .assert_allowed();
     assert!(marker.exists());
 }
+
+/// `--policy-fd 0` for a run is refused (64): the policy's fd is closed
+/// once read, so the command started with its stdin closed, and its next
+/// open took fd 0. Before, the probe below ran and wrote. `--check` may
+/// still read a policy from stdin, and fd 3 runs the command.
+#[test]
+fn policy_fd_on_stdio_is_refused_for_a_run() {
+    let fx = Fixture::new();
+    let text = fx.base_policy().to_string();
+    let target = fx.workspace.join("ran");
+    let t = target.to_str().unwrap();
+    let probe = probe_bin();
+    let p = probe.to_str().unwrap();
+    Spawn::helper_args(&["--policy-fd", "0", "--", p, "write", t])
+        .stdin_bytes(text.as_bytes())
+        .run()
+        .assert_exit(exit::USAGE);
+    assert!(!target.exists(), "the command ran");
+    Spawn::helper_args(&["--check", "--policy-fd", "0"])
+        .stdin_bytes(text.as_bytes())
+        .run()
+        .assert_exit(0);
+    // Control: the same policy on fd 3 runs the command.
+    let file = fx.policy_text(&text);
+    let f = fs::File::open(&file).unwrap();
+    Spawn::helper_args(&["--policy-fd", "3", "--", p, "write", t])
+        .inherit_fd(f.as_raw_fd(), 3)
+        .run()
+        .assert_allowed();
+    assert!(target.exists());
+}
