@@ -1,7 +1,7 @@
 //! Executes a [`Plan`]: writes the helper policy (0600, removed on every outcome),
 //! spawns bwrap (or the helper) with an empty environment plus the plan's, only
 //! the planned fds, as an unprivileged uid; drains output while it runs; enforces
-//! the timeout; forwards SIGINT/SIGTERM/SIGHUP as a teardown; reads the helper's
+//! the timeout; forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT as a teardown; reads the helper's
 //! report and bwrap's info to fill [`Enforcement`].
 
 use crate::error::{Error, Result};
@@ -89,7 +89,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Route SIGINT/SIGTERM/SIGHUP to the runner, which tears the sandbox down,
+/// Route SIGINT/SIGTERM/SIGHUP/SIGQUIT to the runner, which tears the sandbox down,
 /// and SIGTSTP, which suspends it (see [`suspend`]).
 ///
 /// Installed when the first sandbox starts (`launch`), not before: until
@@ -106,7 +106,13 @@ pub fn install_handlers() -> Result<()> {
     sys::set_nonblocking(w.as_raw_fd()).map_err(|e| Error::io("signal pipe", e))?;
     SIGNAL_R.store(std::os::fd::IntoRawFd::into_raw_fd(r), Ordering::Relaxed);
     SIGNAL_W.store(std::os::fd::IntoRawFd::into_raw_fd(w), Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGTSTP] {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+    ] {
         if sys::signal_ignored(sig) {
             continue;
         }

@@ -40,17 +40,18 @@ pub struct Spec {
 
 /// The dispositions the launcher changes, reset in every child it starts:
 /// std ignores SIGPIPE (an ignored signal stays ignored across exec), and
-/// the launcher catches SIGINT, SIGTERM, SIGHUP and SIGTSTP.
-pub const LAUNCHER_SIGNALS: [libc::c_int; 5] = [
+/// the launcher catches SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP.
+pub const LAUNCHER_SIGNALS: [libc::c_int; 6] = [
     libc::SIGPIPE,
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
+    libc::SIGQUIT,
     libc::SIGTSTP,
 ];
 
 /// What a child must reset: SIGPIPE always (the launcher's own ignore), and
-/// each of SIGINT, SIGTERM, SIGHUP and SIGTSTP unless it is ignored — ignored when the
+/// each of the others unless it is ignored — ignored when the
 /// launcher started (`nohup`, a background job of a non-interactive shell),
 /// it stays ignored for bwrap too, as the caller asked. A handler is never
 /// left in place: it must not run in the child, on our memory.

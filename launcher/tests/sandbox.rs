@@ -2109,3 +2109,37 @@ fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
     assert_eq!(st.code(), Some(128 + libc::SIGTERM));
     assert_eq!(stopped_growth, 0, "the command ran on while suspended");
 }
+
+/// Ctrl-\ (SIGQUIT) tears the run down like Ctrl-C: exit 131, nothing of
+/// the sandbox left. Before, the launcher died of the signal itself (a core
+/// dump of its memory, the caller's environment included, where core dumps
+/// are enabled).
+#[test]
+fn sigquit_tears_down_like_sigint() {
+    let ws = workspace();
+    let ticks = ws.path().join("ticks");
+    let child = spawn_ignoring(
+        0,
+        ws.path(),
+        &format!(
+            "while :; do echo . >> {}; sleep 0.02; done",
+            ticks.display()
+        ),
+    );
+    let start = Instant::now();
+    while !ticks.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+    let (st, _) = wait_bounded(child);
+    assert_eq!(st.code(), Some(128 + libc::SIGQUIT), "{st:?}");
+    let size = std::fs::metadata(&ticks).unwrap().len();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        std::fs::metadata(&ticks).unwrap().len(),
+        size,
+        "still running"
+    );
+}
