@@ -209,3 +209,32 @@ fn closed_standard_fds_reach_the_command_as_dev_null() {
     assert_ne!(code, Some(0), "{out}");
     assert_eq!(out, "");
 }
+
+/// A sleep stopped and continued (what Ctrl-Z and `fg` do) finishes: the
+/// kernel resumes the interrupted `nanosleep` through `restart_syscall`,
+/// which the default profile refused (EPERM: "sleep: cannot read realtime
+/// clock"). Control: the same sequence on a bare `sleep`.
+#[test]
+fn workload_sleep_survives_stop_and_continue() {
+    let fx = Fixture::new();
+    let stop_continue = |sandboxed: bool| {
+        let cmd = ["/bin/sleep", "0.6"];
+        let s = if sandboxed {
+            Spawn::helper(&workload_policy(&fx), &cmd)
+        } else {
+            Spawn::new(cmd[0], &cmd[1..])
+        };
+        let running = s.spawn();
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: signals to our own child (the helper has exec'd sleep).
+        unsafe { libc::kill(running.pid(), libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: as above.
+        unsafe { libc::kill(running.pid(), libc::SIGCONT) };
+        running.wait()
+    };
+    let r = stop_continue(true);
+    assert_eq!(r.code, Some(0), "{r}");
+    let control = stop_continue(false);
+    assert_eq!(control.code, Some(0), "{control}");
+}

@@ -72,6 +72,9 @@ pub const GROUPS: &[Group] = &[
             "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
             "rt_sigtimedwait", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sigaltstack",
             "signalfd", "signalfd4", "pause", "alarm",
+            // The kernel resumes a sleep interrupted by a stop and continue
+            // (Ctrl-Z, fg) through it: without it `sleep` fails with EPERM.
+            "restart_syscall",
         ],
     },
     Group {
