@@ -384,50 +384,79 @@ fn childless_single_thread(pid: libc::pid_t) -> bool {
 /// the run looked suspended, reading the terminal the shell had taken back
 /// (the next password typed at a prompt, say). Returns how long we were
 /// stopped.
-fn suspend(pid: libc::pid_t, pidfd: &OwnedFd) -> Duration {
-    let stopped = stop_tree(pid, pidfd);
+fn suspend() -> Duration {
+    let stopped = stop_tree(sys::getpid());
     let t = Instant::now();
-    let _ = sys::kill(sys::getpid(), libc::SIGSTOP);
+    // Stop ourselves the way the default action would: raising SIGTSTP with
+    // its default disposition lets the kernel discard it when our process
+    // group is orphaned (no shell left to continue us), as it would have
+    // without our handler. The sandbox is then continued at once.
+    set_tstp_handler(false);
+    let _ = sys::kill(sys::getpid(), libc::SIGTSTP);
+    set_tstp_handler(true);
     let away = t.elapsed();
-    for (_, fd) in stopped.iter().rev() {
+    for fd in stopped.iter().rev() {
         let _ = sys::pidfd_send_signal(fd, libc::SIGCONT);
     }
     away
 }
 
-/// SIGSTOP `root` and every descendant, each through a pidfd checked to be
-/// the child of the process it was listed under (a pid reused meanwhile is
-/// left alone). Walked again until a round finds nothing new: a process
-/// may have forked before its stop took effect.
-fn stop_tree(root: libc::pid_t, root_fd: &OwnedFd) -> Vec<(libc::pid_t, OwnedFd)> {
-    let mut stopped: Vec<(libc::pid_t, OwnedFd)> = Vec::new();
-    if let Ok(fd) = root_fd.try_clone() {
-        let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
-        stopped.push((root, fd));
+/// Our SIGTSTP handler (`on`), or the default disposition.
+fn set_tstp_handler(on: bool) {
+    // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = if on {
+            on_signal as *const () as usize
+        } else {
+            libc::SIG_DFL
+        };
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGTSTP, &sa, std::ptr::null_mut());
     }
+}
+
+/// SIGSTOP every descendant of `top` (bwrap and what runs under it, and any
+/// process reparented to us as subreaper, as with `--layers inner`), each
+/// through a pidfd checked to be the child of the process it was listed
+/// under (a pid reused meanwhile is left alone). Walked again until a round
+/// finds nothing new: a process may have forked before its stop took
+/// effect. Returns the pidfds of the processes this stopped; one that was
+/// already stopped (by the command itself) is left stopped afterwards.
+fn stop_tree(top: libc::pid_t) -> Vec<OwnedFd> {
+    let mut seen_pids: Vec<libc::pid_t> = Vec::new();
+    let mut stopped: Vec<OwnedFd> = Vec::new();
     for _round in 0..16 {
         let mut new = false;
-        let mut stack = vec![root];
-        let mut seen = Vec::new();
+        let mut stack = vec![top];
+        let mut walked = Vec::new();
         while let Some(parent) = stack.pop() {
-            if seen.contains(&parent) {
+            if walked.contains(&parent) {
                 continue;
             }
-            seen.push(parent);
+            walked.push(parent);
             for child in children(parent) {
                 stack.push(child);
-                if stopped.iter().any(|(p, _)| *p == child) {
+                if seen_pids.contains(&child) {
                     continue;
                 }
                 let Ok(fd) = sys::pidfd_open(child) else {
                     continue;
                 };
-                if parent_of(child) != Some(parent) {
+                let Some((ppid, state)) = parent_and_state(child) else {
+                    continue;
+                };
+                if ppid != parent {
                     continue;
                 }
-                let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
-                stopped.push((child, fd));
+                seen_pids.push(child);
                 new = true;
+                if state == 'T' {
+                    continue; // stopped on purpose: stays stopped
+                }
+                let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
+                stopped.push(fd);
             }
         }
         if !new {
@@ -457,12 +486,13 @@ fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
     v
 }
 
-/// The parent of `pid`, from /proc/PID/stat.
-fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+/// The parent of `pid` and its state letter, from /proc/PID/stat.
+fn parent_and_state(pid: libc::pid_t) -> Option<(libc::pid_t, char)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((rest.next()?.parse().ok()?, state))
 }
 
 fn kill_sandbox(pid: libc::pid_t) {
@@ -604,21 +634,40 @@ const BWRAP_OWN_FDS: u64 = 8;
 /// needs a few more. Without this, a few hundred `--hide`s of files failed
 /// with a bare EMFILE or EINVAL from `fcntl`.
 fn check_fd_room(fds: &[(RawFd, FdRole)], max_target: RawFd) -> Result<()> {
-    let masks = fds.iter().filter(|f| f.1 == FdRole::Empty).count() as u64;
+    let masks = fds.iter().filter(|f| f.1 == FdRole::Empty).count();
     // One source per role passed, one shared by every mask, up to 4 for stdio
     // and the options pipe.
-    let sources = fds.len() as u64 - masks + u64::from(masks > 0) + 4;
+    let sources = (fds.len() - masks) as u64 + u64::from(masks > 0) + 4;
     let needed = u64::try_from(max_target).unwrap_or(0) + 1 + sources.max(BWRAP_OWN_FDS);
-    let soft = sys::nofile_soft_limit();
-    if needed > soft {
-        return Err(Error::io(
-            "file descriptors",
-            std::io::Error::other(format!(
-                "the sandbox needs {needed} ({masks} for hidden files, one each), above the soft RLIMIT_NOFILE of {soft}; raise it (ulimit -n), or hide the files' directory instead"
-            )),
-        ));
+    if needed > sys::nofile_soft_limit() {
+        return Err(too_few_fds(masks, Some(needed)));
     }
     Ok(())
+}
+
+/// The one-line refusal when the fds a run needs do not fit under the soft
+/// RLIMIT_NOFILE (`needed` when it is known).
+fn too_few_fds(masks: usize, needed: Option<u64>) -> Error {
+    let soft = sys::nofile_soft_limit();
+    let needs = match needed {
+        Some(n) => format!("the sandbox needs {n}"),
+        None => "the sandbox needs more".into(),
+    };
+    Error::io(
+        "file descriptors",
+        std::io::Error::other(format!(
+            "{needs} ({masks} for hidden files, one each), above the soft RLIMIT_NOFILE of {soft}; raise it (ulimit -n), or hide the files' directory instead"
+        )),
+    )
+}
+
+/// An fd-creating call's error; running out of fds (EMFILE, or EINVAL from
+/// `F_DUPFD` above the limit) is the refusal above, not a bare errno.
+fn fd_error(what: &str, masks: usize, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EMFILE) | Some(libc::EINVAL) => too_few_fds(masks, None),
+        _ => Error::io(what, e),
+    }
 }
 
 /// Start bwrap (or the helper) per `spec`; see [`Launched`].
@@ -645,20 +694,22 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     };
     let bwrap = spec.layers != Layers::Inner;
 
-    let (report_r, report_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
-    let (info_r, info_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
-    let (err_r, err_w) = sys::pipe().map_err(|e| Error::io("pipe", e))?;
+    let masks = spec.fds.iter().filter(|f| f.1 == FdRole::Empty).count();
+    let fd_err = |what: &'static str| move |e| fd_error(what, masks, e);
+    let (report_r, report_w) = sys::pipe().map_err(fd_err("pipe"))?;
+    let (info_r, info_w) = sys::pipe().map_err(fd_err("pipe"))?;
+    let (err_r, err_w) = sys::pipe().map_err(fd_err("pipe"))?;
     let out_pipe = if cfg.capture {
-        Some(sys::pipe().map_err(|e| Error::io("pipe", e))?)
+        Some(sys::pipe().map_err(fd_err("pipe"))?)
     } else {
         None
     };
     let in_pipe = match cfg.stdin {
-        Input::Data(_) => Some(sys::pipe().map_err(|e| Error::io("pipe", e))?),
+        Input::Data(_) => Some(sys::pipe().map_err(fd_err("pipe"))?),
         _ => None,
     };
     let args_pipe = if bwrap {
-        Some(sys::pipe().map_err(|e| Error::io("pipe", e))?)
+        Some(sys::pipe().map_err(fd_err("pipe"))?)
     } else {
         None
     };
@@ -682,9 +733,9 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
                 Some(fd) => fd,
                 None => {
                     let null = sys::open(Path::new("/dev/null"), libc::O_RDONLY)
-                        .map_err(|e| Error::io("/dev/null", e))?;
-                    let high = sys::dup_above(null.as_raw_fd(), max_target + 1)
-                        .map_err(|e| Error::io("dup", e))?;
+                        .map_err(fd_err("/dev/null"))?;
+                    let high =
+                        sys::dup_above(null.as_raw_fd(), max_target + 1).map_err(fd_err("dup"))?;
                     let fd = high.as_raw_fd();
                     held.push(high);
                     *null_high.insert(fd)
@@ -709,7 +760,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
                 std::io::Error::other(format!("no fd for {role:?}")),
             )
         })?;
-        let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
+        let high = sys::dup_above(src, max_target + 1).map_err(fd_err("dup"))?;
         sources.push((*target, high.as_raw_fd()));
         held.push(high);
     }
@@ -719,10 +770,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     // Stdio joins the fds passed on purpose, duplicated up the same way.
     let stdin_null = match (&cfg.stdin, &in_pipe) {
         (Input::Data(_), Some(_)) | (Input::Inherit, _) => None,
-        _ => Some(
-            sys::open(Path::new("/dev/null"), libc::O_RDONLY)
-                .map_err(|e| Error::io("/dev/null", e))?,
-        ),
+        _ => Some(sys::open(Path::new("/dev/null"), libc::O_RDONLY).map_err(fd_err("/dev/null"))?),
     };
     let mut stdio: Vec<(RawFd, RawFd)> = vec![(2, err_w.as_raw_fd())];
     if let Some((_, w)) = &out_pipe {
@@ -738,7 +786,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         stdio.push((args_fd, r.as_raw_fd()));
     }
     for (target, src) in stdio {
-        let high = sys::dup_above(src, max_target + 1).map_err(|e| Error::io("dup", e))?;
+        let high = sys::dup_above(src, max_target + 1).map_err(fd_err("dup"))?;
         sources.push((target, high.as_raw_fd()));
         held.push(high);
     }
@@ -1030,7 +1078,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             match sys::read(sig_r, &mut b) {
                 Ok(1) if b[0] as i32 == libc::SIGTSTP && exited.is_none() => {
                     // Time spent stopped does not count against --timeout.
-                    let away = suspend(pid, &pidfd);
+                    let away = suspend();
                     deadline = deadline.and_then(|d| d.checked_add(away));
                 }
                 Ok(1) if b[0] as i32 == libc::SIGTSTP => {}

@@ -1905,24 +1905,43 @@ fn background_job_on_a_terminal_is_not_stopped() {
 /// Spawn `cordon run` in a process group of its own with `sig` ignored, as
 /// a caller may start it.
 fn spawn_ignoring(sig: libc::c_int, ws: &Path, script: &str) -> std::process::Child {
+    spawn_run(sig, false, &[], ws, script)
+}
+
+/// `cordon run EXTRA… --workspace WS -- sh -c SCRIPT` with `sig` ignored (0:
+/// none), in a process group of its own, or in a session of its own (`setsid`:
+/// an orphaned process group).
+fn spawn_run(
+    sig: libc::c_int,
+    setsid: bool,
+    extra: &[&str],
+    ws: &Path,
+    script: &str,
+) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let mut c = cmd();
-    c.args([
-        "run",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        script,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    // SAFETY: between fork and exec; setpgid and signal are async-signal-safe
-    // and install no handler of ours.
+    c.arg("run")
+        .args(extra)
+        .args([
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec; setpgid, setsid and signal are
+    // async-signal-safe and install no handler of ours.
     unsafe {
         c.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
+            let r = if setsid {
+                libc::setsid()
+            } else {
+                libc::setpgid(0, 0)
+            };
+            if r < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             if sig != 0 {
@@ -2142,4 +2161,101 @@ fn sigquit_tears_down_like_sigint() {
         size,
         "still running"
     );
+}
+
+/// Wait until `path` exists (10 s at most).
+fn wait_for_file(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Send `sig` to `pid` and, for SIGTSTP, wait until it is stopped.
+fn signal_and_settle(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(pid as i32, sig) };
+    if sig == libc::SIGTSTP {
+        let start = Instant::now();
+        while proc_state(pid) != Some('T') {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "launcher never stopped"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Without a pid namespace (`--layers inner`) a command can leave its
+/// process tree (setsid and a double fork): the launcher, as subreaper,
+/// inherits it, and Ctrl-Z stops it too. Found by the red-team: it ran on.
+#[test]
+fn sigtstp_stops_processes_reparented_to_the_launcher() {
+    let ws = workspace();
+    let ticks = ws.path().join("ticks");
+    let script = format!(
+        "(setsid sh -c 'while :; do echo . >> {}; sleep 0.02; done' &); sleep 100",
+        ticks.display()
+    );
+    let child = spawn_run(0, false, &["--layers", "inner"], ws.path(), &script);
+    let pid = child.id();
+    wait_for_file(&ticks);
+    signal_and_settle(pid, libc::SIGTSTP);
+    let size = || std::fs::metadata(&ticks).unwrap().len();
+    let frozen = size();
+    std::thread::sleep(Duration::from_millis(400));
+    let growth = size() - frozen;
+    signal_and_settle(pid, libc::SIGCONT);
+    signal_and_settle(pid, libc::SIGTERM);
+    let (st, _) = wait_bounded(child);
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(growth, 0, "the reparented process ran on while suspended");
+}
+
+/// A process the command stopped itself stays stopped after Ctrl-Z and
+/// `fg`: the launcher continues only what it stopped.
+#[test]
+fn sigtstp_leaves_processes_stopped_by_the_command_stopped() {
+    let ws = workspace();
+    let w = ws.path().display();
+    let script = format!(
+        "sleep 30 & p=$!; kill -STOP $p; touch {w}/ready; \
+         while [ ! -e {w}/go ]; do sleep 0.05; done; \
+         grep State /proc/$p/status > {w}/state; kill -9 $p"
+    );
+    let child = spawn_ignoring(0, ws.path(), &script);
+    let pid = child.id();
+    wait_for_file(&ws.path().join("ready"));
+    signal_and_settle(pid, libc::SIGTSTP);
+    signal_and_settle(pid, libc::SIGCONT);
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    let (st, _) = wait_bounded(child);
+    assert!(st.success(), "{st:?}");
+    let state = std::fs::read_to_string(ws.path().join("state")).unwrap();
+    assert!(state.contains("T (stopped)"), "{state}");
+}
+
+/// SIGTSTP to a launcher whose process group is orphaned (no shell to
+/// continue it) is discarded, as the kernel discards it for any program
+/// there: the run goes on and its --timeout still fires. Found by the
+/// red-team: the run stayed stopped for good.
+#[test]
+fn sigtstp_in_an_orphaned_process_group_is_ignored() {
+    let ws = workspace();
+    let child = spawn_run(0, true, &["--timeout", "2"], ws.path(), "sleep 30");
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTSTP) };
+    let start = Instant::now();
+    let (st, _) = wait_bounded(child);
+    assert_eq!(st.code(), Some(124), "{st:?}");
+    assert!(start.elapsed() < Duration::from_secs(10));
 }
