@@ -2259,3 +2259,46 @@ fn sigtstp_in_an_orphaned_process_group_is_ignored() {
     assert_eq!(st.code(), Some(124), "{st:?}");
     assert!(start.elapsed() < Duration::from_secs(10));
 }
+
+/// Under a soft RLIMIT_NOFILE too small for any run, the refusal is the
+/// same one line naming the limit, not a bare `dup` or `pipe` errno (what
+/// the red-team saw at 8 and at 19–21).
+#[test]
+fn tiny_fd_limits_are_refused_in_one_clear_line() {
+    use std::os::unix::process::CommandExt;
+    let ws = workspace();
+    for n in [8u64, 12, 16, 19, 20, 21] {
+        let mut c = cmd();
+        c.args([
+            "run",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        // SAFETY: between fork and exec; setrlimit is async-signal-safe.
+        unsafe {
+            c.pre_exec(move || {
+                let rl = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = c.output().unwrap();
+        if out.status.success() {
+            continue; // enough at this limit
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{n}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{n}: {stderr}");
+        assert!(
+            stderr.contains(&format!("RLIMIT_NOFILE of {n}; raise it (ulimit -n)")),
+            "{n}: {stderr}"
+        );
+    }
+}
