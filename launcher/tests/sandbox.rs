@@ -1944,6 +1944,18 @@ fn spawn_run(
             if r < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // Hermetic: the test runner itself may have been started with
+            // some of these ignored (a background job of a script ignores
+            // SIGINT and SIGQUIT), and cordon keeps what it inherits.
+            for s in [
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGTSTP,
+            ] {
+                libc::signal(s, libc::SIG_DFL);
+            }
             if sig != 0 {
                 libc::signal(sig, libc::SIG_IGN);
             }
