@@ -113,18 +113,27 @@ pub fn install_handlers() -> Result<()> {
         libc::SIGQUIT,
         libc::SIGTSTP,
     ] {
-        if sys::signal_ignored(sig) {
-            continue;
+        if !sys::signal_ignored(sig) {
+            set_handler(sig, true).map_err(|e| Error::io("sigaction", e))?;
         }
-        // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(Error::io("sigaction", std::io::Error::last_os_error()));
-            }
+    }
+    Ok(())
+}
+
+/// Our handler for `sig` (`on`), or its default disposition.
+fn set_handler(sig: libc::c_int, on: bool) -> std::io::Result<()> {
+    // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = if on {
+            on_signal as *const () as usize
+        } else {
+            libc::SIG_DFL
+        };
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
         }
     }
     Ok(())
@@ -289,18 +298,7 @@ fn orphans_by_scan(except: libc::pid_t) -> Vec<libc::pid_t> {
         if pid == except {
             continue;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let ppid = rest
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse::<libc::pid_t>().ok());
-        if ppid == Some(me) {
+        if parent_and_state(pid).is_some_and(|(ppid, _)| ppid == me) {
             v.push(pid);
         }
     }
@@ -391,30 +389,14 @@ fn suspend() -> Duration {
     // its default disposition lets the kernel discard it when our process
     // group is orphaned (no shell left to continue us), as it would have
     // without our handler. The sandbox is then continued at once.
-    set_tstp_handler(false);
+    let _ = set_handler(libc::SIGTSTP, false);
     let _ = sys::kill(sys::getpid(), libc::SIGTSTP);
-    set_tstp_handler(true);
+    let _ = set_handler(libc::SIGTSTP, true);
     let away = t.elapsed();
     for fd in stopped.iter().rev() {
         let _ = sys::pidfd_send_signal(fd, libc::SIGCONT);
     }
     away
-}
-
-/// Our SIGTSTP handler (`on`), or the default disposition.
-fn set_tstp_handler(on: bool) {
-    // SAFETY: sigaction struct zeroed then filled; the handler only calls write(2).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = if on {
-            on_signal as *const () as usize
-        } else {
-            libc::SIG_DFL
-        };
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTSTP, &sa, std::ptr::null_mut());
-    }
 }
 
 /// SIGSTOP every descendant of `top` (bwrap and what runs under it, and any

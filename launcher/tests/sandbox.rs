@@ -1774,13 +1774,31 @@ fn hides_through_symlinks_in_the_workspace_are_refused() {
     assert!(err.contains(".ssh"), "{err}");
 }
 
+/// Start `c` with RLIMIT_NOFILE (soft and hard) at `n`.
+fn limit_nofile(c: &mut Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec; setrlimit is async-signal-safe and only
+    // reads a struct on this closure's stack.
+    unsafe {
+        c.pre_exec(move || {
+            let rl = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Each hidden file is one fd passed to bwrap. Hundreds of them fit under a
 /// soft RLIMIT_NOFILE of 512 (before, the launcher needed two fds per mask
 /// and failed with a bare EMFILE past ≈ 250), and past the limit the run is
 /// refused with one line naming the fix, before anything starts.
 #[test]
 fn many_hidden_files_fit_under_the_fd_limit_or_are_refused_clearly() {
-    use std::os::unix::process::CommandExt;
     let ws = workspace();
     let outside = tempfile::tempdir().unwrap();
     std::fs::set_permissions(outside.path(), PermissionsExt::from_mode(0o755)).unwrap();
@@ -1804,20 +1822,7 @@ fn many_hidden_files_fit_under_the_fd_limit_or_are_refused_clearly() {
         args.extend(["--", "sh", "-c", &script]);
         let mut c = cmd();
         c.args(&args);
-        // SAFETY: between fork and exec; setrlimit is async-signal-safe and
-        // only reads a struct on this closure's stack.
-        unsafe {
-            c.pre_exec(move || {
-                let rl = libc::rlimit {
-                    rlim_cur: nofile,
-                    rlim_max: nofile,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        limit_nofile(&mut c, nofile);
         c.output().unwrap()
     };
     let out = run_with(512, true);
@@ -2277,7 +2282,6 @@ fn sigtstp_in_an_orphaned_process_group_is_ignored() {
 /// the red-team saw at 8 and at 19–21).
 #[test]
 fn tiny_fd_limits_are_refused_in_one_clear_line() {
-    use std::os::unix::process::CommandExt;
     let ws = workspace();
     for n in [8u64, 12, 16, 19, 20, 21] {
         let mut c = cmd();
@@ -2288,19 +2292,7 @@ fn tiny_fd_limits_are_refused_in_one_clear_line() {
             "--",
             "true",
         ]);
-        // SAFETY: between fork and exec; setrlimit is async-signal-safe.
-        unsafe {
-            c.pre_exec(move || {
-                let rl = libc::rlimit {
-                    rlim_cur: n,
-                    rlim_max: n,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        limit_nofile(&mut c, n);
         let out = c.output().unwrap();
         if out.status.success() {
             continue; // enough at this limit
