@@ -2113,34 +2113,14 @@ fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
     );
     let pid = child.id();
     let size = || std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
-    let start = Instant::now();
-    while size() == 0 {
-        assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: kill on our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGTSTP) };
-    let start = Instant::now();
-    while proc_state(pid) != Some('T') {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "launcher never stopped"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    let frozen = size();
-    std::thread::sleep(Duration::from_millis(400));
-    let stopped_growth = size() - frozen;
-    // SAFETY: as above.
-    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let (frozen, stopped_growth) = growth_while_suspended(pid, &ticks);
+    signal_and_settle(pid, libc::SIGCONT);
     let start = Instant::now();
     while size() <= frozen + stopped_growth + 4 {
         assert!(start.elapsed() < Duration::from_secs(10), "never resumed");
         std::thread::sleep(Duration::from_millis(10));
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    signal_and_settle(pid, libc::SIGTERM);
     let (st, _) = wait_bounded(child);
     assert_eq!(st.code(), Some(128 + libc::SIGTERM));
     assert_eq!(stopped_growth, 0, "the command ran on while suspended");
@@ -2162,13 +2142,8 @@ fn sigquit_tears_down_like_sigint() {
             ticks.display()
         ),
     );
-    let start = Instant::now();
-    while !ticks.exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "no ticks");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: kill on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+    wait_for_file(&ticks);
+    signal_and_settle(child.id(), libc::SIGQUIT);
     let (st, _) = wait_bounded(child);
     assert_eq!(st.code(), Some(128 + libc::SIGQUIT), "{st:?}");
     let size = std::fs::metadata(&ticks).unwrap().len();
@@ -2191,6 +2166,17 @@ fn wait_for_file(path: &Path) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Once `ticks` exists, Ctrl-Z the launcher `pid`; the file's size then, and
+/// how much it grew in the next 400 ms (0 when the whole run is stopped).
+fn growth_while_suspended(pid: u32, ticks: &Path) -> (u64, u64) {
+    wait_for_file(ticks);
+    signal_and_settle(pid, libc::SIGTSTP);
+    let size = || std::fs::metadata(ticks).unwrap().len();
+    let frozen = size();
+    std::thread::sleep(Duration::from_millis(400));
+    (frozen, size() - frozen)
 }
 
 /// Send `sig` to `pid` and, for SIGTSTP, wait until it is stopped.
@@ -2223,12 +2209,7 @@ fn sigtstp_stops_processes_reparented_to_the_launcher() {
     );
     let child = spawn_run(0, false, &["--layers", "inner"], ws.path(), &script);
     let pid = child.id();
-    wait_for_file(&ticks);
-    signal_and_settle(pid, libc::SIGTSTP);
-    let size = || std::fs::metadata(&ticks).unwrap().len();
-    let frozen = size();
-    std::thread::sleep(Duration::from_millis(400));
-    let growth = size() - frozen;
+    let (_, growth) = growth_while_suspended(pid, &ticks);
     signal_and_settle(pid, libc::SIGCONT);
     signal_and_settle(pid, libc::SIGTERM);
     let (st, _) = wait_bounded(child);
