@@ -247,90 +247,210 @@ impl Tree<'_> {
     }
 }
 
-/// The tree with its `ret` leaves shared: each comparison jumps straight to
+/// Where a jump in a [`Shared`] argument block goes: ahead within the block,
+/// or to one of the shared `ret`s (by its return value).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum J {
+    Ahead(u8),
+    Ret(u32),
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct SInsn {
+    code: u16,
+    k: u32,
+    jt: J,
+    jf: J,
+}
+
+/// An argument block without its `ret`s: each jump that landed on a `ret`
+/// goes to the shared one instead. The entry is `Err(value)` when the block
+/// returns at once (a rule without conditions). None if an instruction would
+/// fall through into a `ret` (cond() never emits that).
+fn share_rets(b: &[sock_filter]) -> Option<(Result<(), u32>, Vec<SInsn>)> {
+    let is_ret = |i: usize| b[i].code == RET_K;
+    if is_ret(0) {
+        return Some((Err(b[0].k), Vec::new()));
+    }
+    // New index of each instruction once the `ret`s are gone.
+    let mut idx = Vec::with_capacity(b.len());
+    let mut n = 0usize;
+    for i in 0..b.len() {
+        idx.push(n);
+        n += usize::from(!is_ret(i));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, insn) in b.iter().enumerate() {
+        if is_ret(i) {
+            continue;
+        }
+        let is_jump = insn.code & 0x07 == 0x05 && insn.code != JMP_JA;
+        let to = |off: u8| -> Option<J> {
+            let t = i + 1 + usize::from(off);
+            Some(if is_ret(t) {
+                J::Ret(b[t].k)
+            } else {
+                J::Ahead(u8::try_from(idx[t] - idx[i] - 1).ok()?)
+            })
+        };
+        if !is_jump && is_ret(i + 1) {
+            return None;
+        }
+        let (jt, jf) = if is_jump {
+            (to(insn.jt)?, to(insn.jf)?)
+        } else {
+            (J::Ahead(0), J::Ahead(0))
+        };
+        out.push(SInsn {
+            code: insn.code,
+            k: insn.k,
+            jt,
+            jf,
+        });
+    }
+    Some((Ok(()), out))
+}
+
+/// The tree with every `ret` shared: comparisons and argument blocks jump to
 /// one `ret` per action at the end of the program instead of to a `ret` of
-/// its own. About half the instructions of [`Tree`] for the same decisions
-/// (the default profile: 189 → 116), and the kernel's work at attach (checking,
-/// translating and JIT-compiling the program) grows with its length. Only
-/// when every jump fits in BPF's 8-bit offsets: the whole tree, argument
-/// blocks included, within 256 instructions.
+/// their own, and identical argument blocks (chmod's and creat's, say) are
+/// emitted once, after the tree. Well under half the instructions of
+/// [`Tree`] for the same decisions (the default profile: 265 → 142), and the
+/// kernel's work at attach (checking, translating and JIT-compiling the
+/// program) grows with its length. Only when every jump fits in BPF's 8-bit
+/// offsets: tree, blocks and `ret`s within 256 instructions.
 struct Shared<'a> {
     runs: &'a [(u32, Leaf)],
-    blocks: &'a [Vec<sock_filter>],
-    /// The shared `ret`s, in order, and where the first one lands.
-    rets: Vec<Action>,
-    tail: usize,
+    /// For each run, its block's index in `blocks` (block leaves only).
+    block_of: Vec<usize>,
+    /// Distinct blocks: entry, code.
+    blocks: Vec<(Result<(), u32>, Vec<SInsn>)>,
+    /// Where each block starts.
+    block_at: Vec<usize>,
+    /// The shared `ret` values, in order, and where the first one lands.
+    rets: Vec<u32>,
+    ret_at: usize,
 }
 
 impl Shared<'_> {
     fn size(&self, lo: usize, hi: usize) -> usize {
         if hi - lo == 1 {
-            return match self.runs[lo].1 {
-                Leaf::Ret(_) => 0,
-                Leaf::Block(_) => self.blocks[lo].len(),
-            };
+            return 0;
         }
         let m = lo + (hi - lo) / 2;
         1 + self.size(lo, m) + self.size(m, hi)
     }
 
+    fn ret_pos(&self, k: u32) -> usize {
+        self.ret_at + self.rets.iter().position(|r| *r == k).unwrap_or(0)
+    }
+
     /// Where control goes for the subtree `lo..hi` emitted at `at`.
     fn target(&self, lo: usize, hi: usize, at: usize) -> usize {
+        if hi - lo > 1 {
+            return at;
+        }
         match self.runs[lo].1 {
-            Leaf::Ret(a) if hi - lo == 1 => {
-                self.tail + self.rets.iter().position(|r| *r == a).unwrap_or(0)
-            }
-            _ => at,
+            Leaf::Ret(a) => self.ret_pos(ret_value(a)),
+            Leaf::Block(_) => match self.blocks[self.block_of[lo]].0 {
+                Err(k) => self.ret_pos(k),
+                Ok(()) => self.block_at[self.block_of[lo]],
+            },
         }
     }
 
     fn emit(&self, lo: usize, hi: usize, out: &mut Vec<sock_filter>) {
         if hi - lo == 1 {
-            if let Leaf::Block(_) = self.runs[lo].1 {
-                out.extend_from_slice(&self.blocks[lo]);
-            }
             return;
         }
         let m = lo + (hi - lo) / 2;
         let pc = out.len();
         let left = self.target(lo, m, pc + 1);
         let right = self.target(m, hi, pc + 1 + self.size(lo, m));
-        // Both within 255 ahead: `shared` checked the size before emitting. A
-        // wrong offset would be a wrong filter, so an impossible one aborts
-        // (step 2, before anything is applied) rather than wrapping.
-        let off = |t: usize| u8::try_from(t - pc - 1).expect("jump checked by shared()");
-        out.push(ins(JGE_K, off(right), off(left), self.runs[m].0));
+        out.push(ins(JGE_K, off(pc, right), off(pc, left), self.runs[m].0));
         self.emit(lo, m, out);
         self.emit(m, hi, out);
     }
 }
 
+/// The offset of a forward jump from `pc` to `to`. `shared` checked the
+/// program's length before emitting; a wrong offset would be a wrong filter,
+/// so an impossible one aborts (step 2, before anything is applied) rather
+/// than wrapping.
+fn off(pc: usize, to: usize) -> u8 {
+    u8::try_from(to - pc - 1).expect("jump checked by shared()")
+}
+
 /// [`Shared`]'s program, or None when its jumps would not fit.
 fn shared(runs: &[(u32, Leaf)], blocks: &[Vec<sock_filter>]) -> Option<Vec<sock_filter>> {
-    let mut rets: Vec<Action> = Vec::new();
-    for (_, l) in runs {
-        if let Leaf::Ret(a) = l {
-            if !rets.contains(a) {
-                rets.push(*a);
+    let mut rets: Vec<u32> = Vec::new();
+    let mut add = |k: u32| {
+        if !rets.contains(&k) {
+            rets.push(k);
+        }
+    };
+    let mut uniq: Vec<(Result<(), u32>, Vec<SInsn>)> = Vec::new();
+    let mut block_of = vec![0; runs.len()];
+    for (i, (_, l)) in runs.iter().enumerate() {
+        match l {
+            Leaf::Ret(a) => add(ret_value(*a)),
+            Leaf::Block(_) => {
+                let b = share_rets(&blocks[i])?;
+                if let Err(k) = b.0 {
+                    add(k);
+                }
+                for s in &b.1 {
+                    for j in [s.jt, s.jf] {
+                        if let J::Ret(k) = j {
+                            add(k);
+                        }
+                    }
+                }
+                block_of[i] = match uniq.iter().position(|u| *u == b) {
+                    Some(u) => u,
+                    None => {
+                        uniq.push(b);
+                        uniq.len() - 1
+                    }
+                };
             }
         }
     }
     let mut prog = preamble();
     let mut t = Shared {
         runs,
-        blocks,
+        block_of,
+        blocks: uniq,
+        block_at: Vec::new(),
         rets,
-        tail: 0,
+        ret_at: 0,
     };
     let tree = t.size(0, runs.len());
-    if tree + t.rets.len() > 256 {
+    let mut at = prog.len() + tree;
+    for (_, code) in &t.blocks {
+        t.block_at.push(at);
+        at += code.len();
+    }
+    t.ret_at = at;
+    if at + t.rets.len() - prog.len() > 256 {
         return None;
     }
-    t.tail = prog.len() + tree;
-    prog.reserve_exact(tree + t.rets.len());
+    prog.reserve_exact(at + t.rets.len() - prog.len());
     t.emit(0, runs.len(), &mut prog);
-    debug_assert_eq!(prog.len(), t.tail);
-    prog.extend(t.rets.iter().map(|a| ret(*a)));
+    // The tree ends where the first block (or the first `ret`) begins.
+    debug_assert_eq!(prog.len(), t.block_at.first().copied().unwrap_or(t.ret_at));
+    for (_, code) in &t.blocks {
+        for s in code {
+            let pc = prog.len();
+            let j = |j: J| match j {
+                J::Ahead(n) => n,
+                J::Ret(k) => off(pc, t.ret_pos(k)),
+            };
+            prog.push(ins(s.code, j(s.jt), j(s.jf), s.k));
+        }
+    }
+    debug_assert_eq!(prog.len(), t.ret_at);
+    prog.extend(t.rets.iter().map(|k| ins(RET_K, 0, 0, *k)));
     Some(prog)
 }
 
