@@ -74,7 +74,7 @@ for l in lines("sysloop.txt"):
         loop.setdefault((p[1], p[0]), []).append(float(p[2]))
 if loop:
     md += ["### Syscall loop (ns per call, median of 3)", "", "| call | bare | allow-all filter | default profile | default − allow-all |", "|---|---|---|---|---|"]
-    for call in ("getppid", "ioctl", "denied"):
+    for call in ("getppid", "ioctl", "openat", "denied"):
         b = statistics.median(loop.get((call, "bare"), [0]))
         a = statistics.median(loop.get((call, "allowall"), [0]))
         dft = statistics.median(loop.get((call, "default"), [0]))

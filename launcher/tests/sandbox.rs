@@ -2287,3 +2287,41 @@ fn tiny_fd_limits_are_refused_in_one_clear_line() {
         );
     }
 }
+
+/// A command cannot leave a setuid or setgid file in the workspace: on the
+/// host, outside the sandbox's NO_NEW_PRIVS, such a file runs as its owner
+/// (the caller, or the sandbox uid) for anyone who can reach it. The inner
+/// layer's default profile refuses the bits; the control (`--layers outer`,
+/// bwrap alone) shows the same commands land them.
+#[test]
+fn no_setuid_or_setgid_files_in_the_workspace() {
+    let script = "cp /bin/sh sh_copy; chmod 4755 sh_copy 2>/dev/null; echo chmod=$?; \
+                  chmod g+s sh_copy 2>/dev/null; echo chmod_g=$?; \
+                  install -m 6755 /bin/sh installed 2>/dev/null; echo install=$?; \
+                  chmod 1755 sh_copy && echo plain=ok";
+    for (layers, blocked) in [("both", true), ("outer", false)] {
+        let ws = workspace();
+        let (v, code) = json_run(ws.path(), &["--layers", layers], &["sh", "-c", script]);
+        assert_eq!(code, 0, "{layers}: {v}");
+        let out = stdout_of(&v);
+        let bits = |name: &str| {
+            std::fs::metadata(ws.path().join(name))
+                .map(|m| m.mode() & 0o6000)
+                .unwrap_or(0)
+        };
+        if blocked {
+            for line in ["chmod=1", "chmod_g=1", "install=1", "plain=ok"] {
+                assert!(out.contains(line), "{layers}: {line} in {v}");
+            }
+            assert_eq!(bits("sh_copy"), 0, "{layers}: setid bits on the host");
+            assert_eq!(bits("installed"), 0, "{layers}: setid bits on the host");
+            let m = std::fs::metadata(ws.path().join("sh_copy")).unwrap();
+            assert_eq!(m.mode() & 0o7777, 0o1755, "ordinary modes still apply");
+        } else {
+            for line in ["chmod=0", "chmod_g=0", "install=0", "plain=ok"] {
+                assert!(out.contains(line), "{layers}: {line} in {v}");
+            }
+            assert_eq!(bits("installed"), 0o6000, "control: {v}");
+        }
+    }
+}

@@ -338,3 +338,179 @@ pub(crate) fn fds(_args: &[String]) -> ProbeResult {
         Ok(Outcome::Allowed(format!("open fds: {}", open.join(" "))))
     }
 }
+
+/// `setid-file HOW PATH [MODE]`: give PATH the setuid/setgid bits of MODE
+/// (octal, default 4755) by one route: `chmod`, `fchmod`, `fchmodat`,
+/// `fchmodat2` (on a file first created 0644), or by creating it with MODE:
+/// `open`, `openat`, `creat`, `mknod`, `mknodat`, `openat2`, `tmpfile`
+/// (`O_TMPFILE` in PATH's directory, then linked to PATH where the kernel
+/// lets it). umask is 0. ALLOWED when the file really carries the bits
+/// (checked with fstat); a call that succeeded but whose bits the kernel
+/// cleared is DENIED `-`. The file is left for the caller to inspect; it is
+/// empty, so even with the bits it runs nothing.
+pub(crate) fn setid_file(args: &[String]) -> ProbeResult {
+    let how = arg(args, 0, "HOW")?;
+    let path = arg(args, 1, "PATH")?;
+    let mode = match args.get(2) {
+        Some(m) => u32::from_str_radix(m, 8).map_err(|_| Setup(format!("bad octal MODE {m:?}")))?,
+        None => 0o4755,
+    };
+    let c = cstr(path)?;
+    // SAFETY: umask only changes this process's creation mask.
+    unsafe { libc::umask(0) };
+    let create_plain = || -> Result<OwnedFd, Setup> {
+        // SAFETY: c is a valid NUL-terminated path.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o644,
+            )
+        };
+        if fd < 0 {
+            return Err(Setup(format!("cannot create {path}: errno {}", errno())));
+        }
+        // SAFETY: fd was just opened and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let m = mode as libc::mode_t;
+    // Each arm returns the syscall's result: an fd (or 0) on success, -1 with
+    // errno. Returned fds are wrapped below.
+    let rc: i64 = match how {
+        "chmod" => {
+            drop(create_plain()?);
+            // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+            unsafe { libc::chmod(c.as_ptr(), m) as i64 }
+        }
+        "fchmod" => {
+            let fd = create_plain()?;
+            // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+            let r = unsafe { libc::fchmod(std::os::fd::AsRawFd::as_raw_fd(&fd), m) as i64 };
+            drop(fd);
+            r
+        }
+        "fchmodat" => {
+            drop(create_plain()?);
+            // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+            unsafe { libc::fchmodat(libc::AT_FDCWD, c.as_ptr(), m, 0) as i64 }
+        }
+        "fchmodat2" => {
+            drop(create_plain()?);
+            // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+            unsafe { libc::syscall(452, libc::AT_FDCWD, c.as_ptr(), mode as libc::c_long, 0) }
+        }
+        // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+        "open" => unsafe {
+            libc::syscall(
+                libc::SYS_open,
+                c.as_ptr(),
+                (libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC) as libc::c_long,
+                mode as libc::c_long,
+            )
+        },
+        // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+        "openat" => unsafe {
+            libc::openat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                m,
+            ) as i64
+        },
+        // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+        "creat" => unsafe { libc::creat(c.as_ptr(), m) as i64 },
+        // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+        "mknod" => unsafe { libc::mknod(c.as_ptr(), libc::S_IFREG | m, 0) as i64 },
+        // SAFETY: c is a valid NUL-terminated path; the other arguments are plain values.
+        "mknodat" => unsafe {
+            libc::mknodat(libc::AT_FDCWD, c.as_ptr(), libc::S_IFREG | m, 0) as i64
+        },
+        "openat2" => {
+            #[repr(C)]
+            struct OpenHow {
+                flags: u64,
+                mode: u64,
+                resolve: u64,
+            }
+            let how = OpenHow {
+                flags: (libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC) as u64,
+                mode: u64::from(mode),
+                resolve: 0,
+            };
+            // SAFETY: c is a valid NUL-terminated path, `how` a live open_how
+            // of the size passed.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_openat2,
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    &how as *const OpenHow,
+                    std::mem::size_of::<OpenHow>(),
+                )
+            }
+        }
+        "tmpfile" => {
+            let dir = std::path::Path::new(path)
+                .parent()
+                .ok_or_else(|| Setup(format!("{path} has no parent directory")))?;
+            let d = cstr(dir.to_str().unwrap_or("."))?;
+            // SAFETY: d is a valid NUL-terminated path; the other arguments are plain values.
+            unsafe {
+                libc::open(
+                    d.as_ptr(),
+                    libc::O_TMPFILE | libc::O_WRONLY | libc::O_CLOEXEC,
+                    m,
+                ) as i64
+            }
+        }
+        _ => return Err(Setup(format!("unknown HOW {how:?}"))),
+    };
+    if rc < 0 {
+        return Ok(Outcome::denied_now(format!("{how} {path} mode {mode:o}")));
+    }
+    let opened = matches!(how, "open" | "openat" | "creat" | "openat2" | "tmpfile");
+    // SAFETY: for these routes rc is the fd the call just returned.
+    let fd = opened.then(|| unsafe { OwnedFd::from_raw_fd(rc as i32) });
+    let mut linked = "";
+    if how == "tmpfile" {
+        let fd = fd
+            .as_ref()
+            .map(std::os::fd::AsRawFd::as_raw_fd)
+            .unwrap_or(-1);
+        let proc = cstr(&format!("/proc/self/fd/{fd}"))?;
+        // SAFETY: valid paths and fds; failure is reported, not fatal.
+        let ok = unsafe {
+            libc::linkat(
+                fd,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            ) == 0
+                || libc::linkat(
+                    libc::AT_FDCWD,
+                    proc.as_ptr(),
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                ) == 0
+        };
+        linked = if ok { ", linked" } else { ", not linked" };
+    }
+    let st = match &fd {
+        Some(fd) => File::from(fd.try_clone().map_err(|e| Setup(e.to_string()))?).metadata(),
+        None => std::fs::metadata(path),
+    }
+    .map_err(|e| Setup(format!("cannot stat {path} after {how}: {e}")))?;
+    let got = st.mode() & 0o7777;
+    if got & 0o6000 == mode & 0o6000 {
+        Ok(Outcome::Allowed(format!(
+            "{how}: {path} has mode {got:o}{linked}"
+        )))
+    } else {
+        Ok(Outcome::denied(
+            0,
+            format!("{how} succeeded but {path} has mode {got:o}, not {mode:o}"),
+        ))
+    }
+}

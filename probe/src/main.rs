@@ -83,6 +83,7 @@ const PROBES: &[(&str, &str, ProbeFn)] = &[
     ("link", "FROM TO", fs::link),
     ("symlink-read", "LINK TARGET [MARKER]", fs::symlink_read),
     ("mknod", "PATH", fs::mknod),
+    ("setid-file", "HOW PATH [MODE]", fs::setid_file),
     ("open-by-handle", "PATH [MARKER]", fs::open_by_handle),
     ("open-write", "PATH", fs::open_write),
     ("fds", "", fs::fds),

@@ -1,11 +1,13 @@
 //! Loop on one syscall and print the mean cost per call in nanoseconds.
 //!
-//!   cordon-sysloop [--allow-all-filter] getppid|ioctl|denied COUNT
+//!   cordon-sysloop [--allow-all-filter] getppid|ioctl|openat|denied COUNT
 //!
 //! `getppid` is allowed without argument checks (the kernel's per-number cache
 //! skips the filter); `ioctl` (FIONREAD on a pipe) runs the default profile's
-//! argument rules; `denied` is `syslog(SIZE_BUFFER)`, refused by the default
-//! profile and harmless when allowed. `--allow-all-filter` first installs a
+//! argument rules; `openat` opens `/dev/null` and closes it (the default
+//! profile checks openat's flags and mode; close is cached); `denied` is
+//! `syslog(SIZE_BUFFER)`, refused by the default profile and harmless when
+//! allowed. `--allow-all-filter` first installs a
 //! one-instruction `return ALLOW` filter, the cheapest filter possible.
 
 use std::time::Instant;
@@ -30,7 +32,7 @@ fn main() {
         args.first(),
         args.get(1).and_then(|c| c.parse::<u64>().ok()),
     ) else {
-        eprintln!("usage: cordon-sysloop [--allow-all-filter] getppid|ioctl|denied COUNT");
+        eprintln!("usage: cordon-sysloop [--allow-all-filter] getppid|ioctl|openat|denied COUNT");
         std::process::exit(2);
     };
     let mut fds = [0i32; 2];
@@ -57,6 +59,20 @@ fn main() {
                 }
             })
         }
+        "openat" => Box::new(|| {
+            // SAFETY: a NUL-terminated literal path; the fd is closed at once.
+            unsafe {
+                let fd = libc::syscall(
+                    libc::SYS_openat,
+                    libc::AT_FDCWD,
+                    c"/dev/null".as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                    0,
+                );
+                libc::close(fd as i32)
+            }
+            .into()
+        }),
         // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) only reads the buffer size.
         "denied" => Box::new(|| unsafe { libc::syscall(libc::SYS_syslog, 10, 0usize, 0) }),
         other => {

@@ -55,6 +55,11 @@ const TCXONC: u64 = 0x540A;
 /// the caller's terminal cannot even be reset.
 const TIOCSETD: u64 = 0x5423;
 const AF_ALG: u64 = 38;
+/// S_ISUID | S_ISGID.
+const SETID_BITS: u64 = 0o6000;
+/// O_CREAT | __O_TMPFILE (the same on x86_64 and aarch64): the flags with
+/// which open and openat create a file and apply their mode argument.
+const CREATING: u64 = 0o100 | 0o2000_0000;
 const AF_VSOCK: u64 = 40;
 
 fn eq32(arg: u8, value: u64) -> Vec<ArgCond> {
@@ -163,6 +168,51 @@ fn default_rules(d: &mut Dense) {
         Action::Allow,
     );
     d.set_base("prlimit64", EPERM);
+    setid_rules(d);
+}
+
+fn any_set32(arg: u8, value: u64) -> ArgCond {
+    ArgCond {
+        arg,
+        op: CondOp::AnySet,
+        value,
+        width: 32,
+    }
+}
+
+/// No new setuid or setgid files. Whatever the command writes outlives it on
+/// the host, where the sandbox's NO_NEW_PRIVS does not reach: a setuid copy
+/// of a shell in the workspace runs as the caller (as root when cordon ran as
+/// root) for anyone who can reach it. A file gets those bits only from a
+/// mode argument: chmod's, or the creating calls'. (Writing to an existing
+/// setuid file clears them: the command holds no CAP_FSETID.) `mode_t` and
+/// the open flags are 32-bit, so only the low words are compared.
+fn setid_rules(d: &mut Dense) {
+    for (name, mode_arg) in [
+        ("chmod", 1),
+        ("fchmod", 1),
+        ("fchmodat", 2),
+        ("fchmodat2", 2),
+        ("creat", 1),
+        ("mknod", 1),
+        ("mknodat", 2),
+    ] {
+        d.add_rule(name, vec![any_set32(mode_arg, SETID_BITS)], EPERM);
+    }
+    // open and openat read the mode only when they create a file.
+    for (name, flags_arg) in [("open", 1), ("openat", 2)] {
+        d.add_rule(
+            name,
+            vec![
+                any_set32(flags_arg, CREATING),
+                any_set32(flags_arg + 1, SETID_BITS),
+            ],
+            EPERM,
+        );
+    }
+    // openat2 keeps its flags and mode in memory BPF cannot read; like
+    // clone3 it reports ENOSYS, and its callers fall back to openat.
+    d.set_base("openat2", Action::Errno(libc::ENOSYS as u16));
 }
 
 /// Resolve the policy into a spec. `report_fd` is kept writable for the

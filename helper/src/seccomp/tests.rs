@@ -69,6 +69,13 @@ fn arg_cases() -> Vec<[u64; 6]> {
         0x80,
         libc::CLONE_VM as u64 | libc::SIGCHLD as u64,
         0xdead_beef_0000_0010,
+        // Modes and open flags of the setuid/setgid rules.
+        0o4755,
+        0o2755,
+        0o755,
+        0o101,
+        0o20200001,
+        0o4000 | (1 << 32),
     ];
     let mut out = Vec::new();
     for (i, a) in interesting.iter().enumerate() {
@@ -138,7 +145,7 @@ fn default_profile_matches_model() {
         prog.len()
     );
     // The shared-`ret` layout (emit::Shared): one comparison per run boundary.
-    assert!(prog.len() <= 140, "{} instructions", prog.len());
+    assert!(prog.len() <= 145, "{} instructions", prog.len());
     assert!(emit::worst_case_path(&prog) < 30);
 }
 
@@ -184,6 +191,28 @@ fn default_profile_decisions() {
     assert_eq!(call("socket", [2, 1, 0, 0, 0, 0]), allow);
     assert_eq!(call("personality", [0xffff_ffff, 0, 0, 0, 0, 0]), allow);
     assert_eq!(call("personality", [0x0040000, 0, 0, 0, 0, 0]), eperm);
+    // No setuid/setgid bits from a mode argument; other modes pass.
+    let enosys = ret_value(Action::Errno(libc::ENOSYS as u16));
+    for m in [0o4755u64, 0o2755, 0o6000, 0o4000 | (1 << 32)] {
+        assert_eq!(call("chmod", [0, m, 0, 0, 0, 0]), eperm, "{m:o}");
+        assert_eq!(call("fchmod", [3, m, 0, 0, 0, 0]), eperm, "{m:o}");
+        assert_eq!(call("fchmodat", [3, 0, m, 0, 0, 0]), eperm, "{m:o}");
+        assert_eq!(call("fchmodat2", [3, 0, m, 0, 0, 0]), eperm, "{m:o}");
+        assert_eq!(call("creat", [0, m, 0, 0, 0, 0]), eperm, "{m:o}");
+        assert_eq!(call("mknodat", [3, 0, m | 0o100000, 0, 0, 0]), eperm);
+        assert_eq!(call("openat", [3, 0, 0o100 | 1, m, 0, 0]), eperm);
+        assert_eq!(call("openat", [3, 0, 0o20200000 | 1, m, 0, 0]), eperm);
+        assert_eq!(call("open", [0, 0o101 | (1 << 40), m, 0, 0, 0]), eperm);
+        // Without O_CREAT or O_TMPFILE the mode is ignored by the kernel.
+        assert_eq!(call("openat", [3, 0, 0, m, 0, 0]), allow);
+    }
+    for m in [0o755u64, 0o1777, 0o644] {
+        assert_eq!(call("chmod", [0, m, 0, 0, 0, 0]), allow);
+        assert_eq!(call("fchmodat", [3, 0, m, 0, 0, 0]), allow);
+        assert_eq!(call("openat", [3, 0, 0o100 | 1, m, 0, 0]), allow);
+        assert_eq!(call("creat", [0, m, 0, 0, 0, 0]), allow);
+    }
+    assert_eq!(call("openat2", [3, 0, 0, 24, 0, 0]), enosys);
 }
 
 #[test]
