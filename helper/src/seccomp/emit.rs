@@ -265,8 +265,10 @@ struct SInsn {
 
 /// An argument block without its `ret`s: each jump that landed on a `ret`
 /// goes to the shared one instead. The entry is `Err(value)` when the block
-/// returns at once (a rule without conditions). None if an instruction would
-/// fall through into a `ret` (cond() never emits that).
+/// returns at once (a rule without conditions). None (the caller then keeps
+/// the plain layout) for code cond() never emits: an instruction falling
+/// through into a `ret`, or an unconditional jump, whose offset would need
+/// rewriting too.
 fn share_rets(b: &[sock_filter]) -> Option<(Result<(), u32>, Vec<SInsn>)> {
     let is_ret = |i: usize| b[i].code == RET_K;
     if is_ret(0) {
@@ -284,7 +286,10 @@ fn share_rets(b: &[sock_filter]) -> Option<(Result<(), u32>, Vec<SInsn>)> {
         if is_ret(i) {
             continue;
         }
-        let is_jump = insn.code & 0x07 == 0x05 && insn.code != JMP_JA;
+        if insn.code == JMP_JA {
+            return None;
+        }
+        let is_jump = insn.code & 0x07 == 0x05;
         let to = |off: u8| -> Option<J> {
             let t = i + 1 + usize::from(off);
             Some(if is_ret(t) {
