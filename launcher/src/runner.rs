@@ -90,7 +90,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Route SIGINT/SIGTERM/SIGHUP/SIGQUIT to the runner, which tears the sandbox down,
-/// and SIGTSTP, which suspends it (see [`suspend`]).
+/// SIGTSTP, which suspends it (see [`suspend`]), and SIGWINCH, which it passes
+/// on (see [`signal_tree`]).
 ///
 /// Installed when the first sandbox starts (`launch`), not before: until
 /// then nothing needs tearing down, and a signal during setup (a slow config,
@@ -112,6 +113,7 @@ pub fn install_handlers() -> Result<()> {
         libc::SIGHUP,
         libc::SIGQUIT,
         libc::SIGTSTP,
+        libc::SIGWINCH,
     ] {
         if !sys::signal_ignored(sig) {
             set_handler(sig, true).map_err(|e| Error::io("sigaction", e))?;
@@ -407,45 +409,74 @@ fn suspend() -> Duration {
 /// effect. Returns the pidfds of the processes this stopped; one that was
 /// already stopped (by the command itself) is left stopped afterwards.
 fn stop_tree(top: libc::pid_t) -> Vec<OwnedFd> {
-    let mut seen_pids: Vec<libc::pid_t> = Vec::new();
+    let mut seen: Vec<libc::pid_t> = Vec::new();
     let mut stopped: Vec<OwnedFd> = Vec::new();
     for _round in 0..16 {
-        let mut new = false;
-        let mut stack = vec![top];
-        let mut walked = Vec::new();
-        while let Some(parent) = stack.pop() {
-            if walked.contains(&parent) {
-                continue;
+        let new = each_descendant(top, &mut seen, |fd, state| {
+            if state == 'T' {
+                return; // stopped on purpose: stays stopped
             }
-            walked.push(parent);
-            for child in children(parent) {
-                stack.push(child);
-                if seen_pids.contains(&child) {
-                    continue;
-                }
-                let Ok(fd) = sys::pidfd_open(child) else {
-                    continue;
-                };
-                let Some((ppid, state)) = parent_and_state(child) else {
-                    continue;
-                };
-                if ppid != parent {
-                    continue;
-                }
-                seen_pids.push(child);
-                new = true;
-                if state == 'T' {
-                    continue; // stopped on purpose: stays stopped
-                }
-                let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
-                stopped.push(fd);
-            }
-        }
+            let _ = sys::pidfd_send_signal(&fd, libc::SIGSTOP);
+            stopped.push(fd);
+        });
         if !new {
             break;
         }
     }
     stopped
+}
+
+/// A terminal resize: pass SIGWINCH to every process of the sandbox. The
+/// command runs in a session of its own, so the kernel sends the terminal's
+/// SIGWINCH only to our process group; without this a full-screen program
+/// kept drawing at its old size. (The kernel's own delivery goes to the
+/// foreground process group only; the sandbox has no terminal of its own to
+/// say which that is, and a process that does not handle SIGWINCH ignores
+/// it.)
+fn signal_tree(top: libc::pid_t, sig: libc::c_int) {
+    each_descendant(top, &mut Vec::new(), |fd, _| {
+        let _ = sys::pidfd_send_signal(&fd, sig);
+    });
+}
+
+/// Call `f` with a pidfd and the state of every descendant of `top` not in
+/// `seen` (bwrap and what runs under it, and any process reparented to us as
+/// subreaper, as with `--layers inner`), each checked through its pidfd to
+/// be the child of the process it was listed under (a pid reused meanwhile
+/// is left alone), and add it to `seen`. Returns whether it found any.
+fn each_descendant(
+    top: libc::pid_t,
+    seen: &mut Vec<libc::pid_t>,
+    mut f: impl FnMut(OwnedFd, char),
+) -> bool {
+    let mut new = false;
+    let mut stack = vec![top];
+    let mut walked = Vec::new();
+    while let Some(parent) = stack.pop() {
+        if walked.contains(&parent) {
+            continue;
+        }
+        walked.push(parent);
+        for child in children(parent) {
+            stack.push(child);
+            if seen.contains(&child) {
+                continue;
+            }
+            let Ok(fd) = sys::pidfd_open(child) else {
+                continue;
+            };
+            let Some((ppid, state)) = parent_and_state(child) else {
+                continue;
+            };
+            if ppid != parent {
+                continue;
+            }
+            seen.push(child);
+            new = true;
+            f(fd, state);
+        }
+    }
+    new
 }
 
 /// The children of every thread of `pid`.
@@ -1064,6 +1095,10 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                     deadline = deadline.and_then(|d| d.checked_add(away));
                 }
                 Ok(1) if b[0] as i32 == libc::SIGTSTP => {}
+                Ok(1) if b[0] as i32 == libc::SIGWINCH && exited.is_none() => {
+                    signal_tree(sys::getpid(), libc::SIGWINCH);
+                }
+                Ok(1) if b[0] as i32 == libc::SIGWINCH => {}
                 Ok(1) => {
                     interrupted = Some(b[0] as i32);
                     kill_sandbox(pid);

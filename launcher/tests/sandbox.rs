@@ -2325,3 +2325,36 @@ fn no_setuid_or_setgid_files_in_the_workspace() {
         }
     }
 }
+
+/// A terminal resize reaches the command: SIGWINCH to the launcher is passed
+/// to the sandbox's processes (the command runs in a session of its own, so
+/// the kernel's SIGWINCH stops at the launcher's process group), and it
+/// neither ends the run nor counts as an interruption. Before, the command's
+/// trap never ran and the run ended only at its timeout.
+#[test]
+fn sigwinch_reaches_the_command() {
+    // Also with the helper alone, where the command is not under bwrap.
+    for layers in ["both", "inner"] {
+        let ws = workspace();
+        let ready = ws.path().join("ready");
+        let child = spawn_run(
+            0,
+            false,
+            &["--timeout", "20", "--layers", layers],
+            ws.path(),
+            &format!(
+                "trap 'echo resized; exit 7' WINCH; : > {}; while :; do sleep 0.05; done",
+                ready.display()
+            ),
+        );
+        wait_for_file(&ready);
+        signal_and_settle(child.id(), libc::SIGWINCH);
+        let (st, out) = wait_bounded(child);
+        assert_eq!(
+            st.code(),
+            Some(7),
+            "{layers}: the trap's exit status: {out}"
+        );
+        assert!(out.contains("resized"), "{layers}: {out}");
+    }
+}
