@@ -453,6 +453,19 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     for p in profile.rw.iter().chain(&opts.rw) {
         writable.push(paths::validate_writable(fs, p, &all_creds)?);
     }
+    // The default syscall profile refuses setgid bits (docs/seccomp.md), and
+    // chmod keeps a directory's: in a setgid directory `chmod 755 sub` or
+    // `cp -a` fails with EPERM. Said up front rather than left a puzzle.
+    if opts.layers != Layers::Outer && profile.syscalls.is_none() {
+        for w in &writable {
+            if fs.lstat(w).is_some_and(|m| m.mode & 0o2000 != 0) {
+                notes.push(format!(
+                    "{} is setgid: new directories inherit the bit, and the default syscall profile refuses setgid bits, so chmod that keeps a directory's (chmod 755 DIR, cp -a) fails with EPERM there; chmod g-s it, or see docs/seccomp.md",
+                    w.display()
+                ));
+            }
+        }
+    }
     let cache_root = opts.cache_root.as_ref().or(profile.cache_root.as_ref());
     if let Some(c) = cache_root {
         if fs.lstat(c).is_some_and(|m| m.kind != Kind::Dir) {

@@ -1003,3 +1003,25 @@ fn implicit_workspace_at_a_passwd_home_is_read_only() {
     let p = build(&builtin("default").unwrap(), &o, &h, &fs).unwrap();
     assert!(pos(&p.bwrap_argv, &["--bind", "/work/ws", "/work/ws"]).is_some());
 }
+
+/// A setgid writable directory gets a note under the default syscall
+/// profile (chmod keeping a directory's setgid bit fails there); not with
+/// the outer layer alone, and not for an ordinary workspace.
+#[test]
+fn setgid_workspace_is_noted() {
+    let setgid = |fs: &FakeFs, o: &Options| {
+        plan_with(fs, o, 1000)
+            .unwrap()
+            .notes
+            .iter()
+            .any(|n| n.contains("/work/ws is setgid"))
+    };
+    let mut fs = FakeFs::host();
+    let o = opts(&["true"]);
+    assert!(!setgid(&fs, &o), "ordinary workspace");
+    fs.perms("/work/ws", 1000, 1000, 0o2775);
+    assert!(setgid(&fs, &o));
+    let mut outer = opts(&["true"]);
+    outer.layers = Layers::Outer;
+    assert!(!setgid(&fs, &outer), "no helper, no filter");
+}

@@ -182,11 +182,12 @@ fn any_set32(arg: u8, value: u64) -> ArgCond {
 
 /// No new setuid or setgid files. Whatever the command writes outlives it on
 /// the host, where the sandbox's NO_NEW_PRIVS does not reach: a setuid copy
-/// of a shell in the workspace runs as the caller (as root when cordon ran as
-/// root) for anyone who can reach it. A file gets those bits only from a
-/// mode argument: chmod's, or the creating calls'. (Writing to an existing
-/// setuid file clears them: the command holds no CAP_FSETID.) `mode_t` and
-/// the open flags are 32-bit, so only the low words are compared.
+/// of a shell in the workspace runs as its owner (the caller; root when the
+/// helper alone ran a command as root) for anyone who can reach it. New bits come only from a mode
+/// argument: chmod's, or the creating calls'. (Bits a file already has can
+/// survive a shared-mmap write or an ACL rewrite: docs/seccomp.md, Limits.)
+/// `mode_t` and the open flags are 32-bit, so only the low words are
+/// compared.
 fn setid_rules(d: &mut Dense) {
     for (name, mode_arg) in [
         ("chmod", 1),
