@@ -2051,7 +2051,16 @@ fn setuid_install_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
     let copy = dir.path().join("cordon");
-    std::fs::copy(cordon_bin(), &copy).unwrap();
+    // Copied by `cp` in a process of its own: a write fd held here could
+    // leak into a child another test thread forks, and executing the copy
+    // would then fail with ETXTBSY.
+    assert!(Command::new("cp")
+        .arg("--")
+        .arg(cordon_bin())
+        .arg(&copy)
+        .status()
+        .unwrap()
+        .success());
     let ws = tempfile::tempdir().unwrap();
     std::os::unix::fs::chown(ws.path(), Some(1001), Some(1001)).unwrap();
     let run_as_user = |mode: u32| {

@@ -867,3 +867,17 @@ impl Rng {
         &items[self.below(items.len())]
     }
 }
+
+/// Copy a binary the test will execute. The copy is made by `cp`, in a
+/// process of its own: a file this process held open for writing could leak
+/// into a child another test thread forks at that moment, and until that
+/// child execs, executing the copy fails with ETXTBSY ("Text file busy").
+pub fn copy_executable(from: &Path, to: &Path) {
+    let st = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("run cp");
+    assert!(st.success(), "cp {} {}: {st}", from.display(), to.display());
+}

@@ -65,7 +65,7 @@ fn helper_verification_is_cached_and_a_changed_helper_refused() {
         .tempdir()
         .unwrap();
     let helper = dir.path().join("cordon-helper");
-    fs::copy(helper_bin(), &helper).unwrap();
+    copy_executable(&helper_bin(), &helper);
     fs::set_permissions(&helper, fs::Permissions::from_mode(0o755)).unwrap();
     let sha = sha256_file(&helper);
     let cache = dir.path().join("cache");

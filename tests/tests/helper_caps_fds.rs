@@ -341,7 +341,7 @@ fn setuid_helper_refuses_to_run_76() {
         .unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.path().join("cordon-helper");
-    fs::copy(helper_bin(), &copy).unwrap();
+    copy_executable(&helper_bin(), &copy);
     let run = |mode: u32| {
         fs::set_permissions(&copy, fs::Permissions::from_mode(mode)).unwrap();
         std::process::Command::new("setpriv")
@@ -406,7 +406,7 @@ fn file_capabilities_helper_refuses_to_run_76() {
     let copy = dir.path().join("cordon-helper");
     let run = |file_caps: bool| {
         let _ = fs::remove_file(&copy);
-        fs::copy(helper_bin(), &copy).unwrap();
+        copy_executable(&helper_bin(), &copy);
         fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
         if file_caps {
             // struct vfs_cap_data, revision 2: effective flag, then the
