@@ -48,6 +48,13 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
         );
         std::process::exit(cordon::error::exit::SETUP);
     }
+    // Not dumpable: killed by a signal that dumps core (or crashing), the
+    // launcher would write its memory, the caller's whole environment in it
+    // (the secrets cordon keeps from the command), to a core file in the
+    // current directory: often the workspace the next command reads. exec
+    // makes bwrap and the command dumpable again.
+    // SAFETY: prctl(PR_SET_DUMPABLE, 0) only sets a process attribute.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) };
     // SAFETY: argc and argv are what the C runtime passed to main.
     let raw = unsafe { startup::args(argc, argv) };
     // Arguments are text: bytes that are not UTF-8 would have to be changed
