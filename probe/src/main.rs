@@ -111,6 +111,7 @@ const PROBES: &[(&str, &str, ProbeFn)] = &[
     ),
     ("kill", "PID [SIG]", proc::kill),
     ("prlimit-cpu", "PID", proc::prlimit_cpu),
+    ("renice-user", "NICE", proc::renice_user),
     ("env", "NAME", proc::env),
     ("fork-bomb", "N", proc::fork_bomb),
     ("mem-bomb", "MIB", proc::mem_bomb),

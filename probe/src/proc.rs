@@ -277,3 +277,20 @@ pub(crate) fn mem_bomb(args: &[String]) -> ProbeResult {
     unsafe { libc::munmap(p, len) };
     Ok(Outcome::Allowed(format!("mapped and touched {mib} MiB")))
 }
+
+/// `renice-user NICE`: `setpriority(PRIO_USER, 0, NICE)`, every process of
+/// our uid at once. ALLOWED when the call succeeded. Safe only under a uid
+/// of its own (tests run it as one): it lowers the priority of them all.
+pub(crate) fn renice_user(args: &[String]) -> ProbeResult {
+    let nice = parse_i64(arg(args, 0, "NICE")?)? as libc::c_int;
+    // SAFETY: plain integer arguments.
+    if unsafe { libc::setpriority(libc::PRIO_USER, 0, nice) } == 0 {
+        Ok(Outcome::Allowed(format!(
+            "every process of our uid now at nice {nice}"
+        )))
+    } else {
+        Ok(Outcome::denied_now(format!(
+            "setpriority(PRIO_USER, 0, {nice})"
+        )))
+    }
+}

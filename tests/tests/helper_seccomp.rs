@@ -631,3 +631,50 @@ fn default_profile_allows_ordinary_modes() {
         }
     }
 }
+
+/// The nice value of `pid` (field 19 of /proc/PID/stat).
+fn nice_of(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+/// The default profile refuses changing the priority of every process of a
+/// uid at once (`setpriority(PRIO_USER)`): with the helper alone that reaches all of the caller's host processes,
+/// and a lowered priority cannot be raised back without CAP_SYS_NICE. The
+/// victim and the sandboxed command run as a uid of their own (65533), so
+/// the control, which does lower the victim's priority, touches nothing
+/// else; making them needs root, so the cordon-test pass skips it.
+#[test]
+fn default_profile_refuses_lowering_every_process_of_a_uid() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("default_profile_refuses_lowering_every_process_of_a_uid: needs root to run as a uid of its own; covered by the root pass");
+        return;
+    }
+    let fx = Fixture::new();
+    let as_own_uid = |mut p: Value| {
+        p["user"] = json!({"uid": 65533, "gid": 65533});
+        p
+    };
+    let probe = &["renice-user", "19"];
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .uid(65533)
+        .gid(65533)
+        .spawn()
+        .unwrap();
+    let before = nice_of(victim.id());
+    Spawn::sandboxed(&fx.policy(&as_own_uid(fx.base_policy())), probe)
+        .run()
+        .assert_denied("EPERM");
+    assert_eq!(nice_of(victim.id()), before, "the victim was reniced");
+    // Control: the same call without the filter reaches the victim.
+    let open = as_own_uid(with(fx.base_policy(), "syscalls", permissive_syscalls()));
+    Spawn::sandboxed(&fx.policy(&open), probe)
+        .run()
+        .assert_allowed();
+    assert_eq!(nice_of(victim.id()), 19, "control");
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}

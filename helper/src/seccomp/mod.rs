@@ -55,6 +55,7 @@ const TCXONC: u64 = 0x540A;
 /// the caller's terminal cannot even be reset.
 const TIOCSETD: u64 = 0x5423;
 const AF_ALG: u64 = 38;
+const PRIO_USER: u64 = 2;
 /// S_ISUID | S_ISGID.
 const SETID_BITS: u64 = 0o6000;
 /// O_CREAT | __O_TMPFILE (the same on x86_64 and aarch64): the flags with
@@ -168,6 +169,13 @@ fn default_rules(d: &mut Dense) {
         Action::Allow,
     );
     d.set_base("prlimit64", EPERM);
+    // Every process of a uid at once: `setpriority(PRIO_USER, …)` reaches
+    // each one the caller's pid namespace sees, so with the helper alone all
+    // of the caller's host processes, and a lowered priority cannot be
+    // raised back without CAP_SYS_NICE. One process (or group) at a time
+    // stays allowed. (`ioprio_set(IOPRIO_WHO_USER, …)` the kernel refuses
+    // itself here without CAP_SYS_NICE.)
+    d.add_rule("setpriority", eq32(0, PRIO_USER), EPERM);
     setid_rules(d);
 }
 

@@ -145,7 +145,7 @@ fn default_profile_matches_model() {
         prog.len()
     );
     // The shared-`ret` layout (emit::Shared): one comparison per run boundary.
-    assert!(prog.len() <= 145, "{} instructions", prog.len());
+    assert!(prog.len() <= 150, "{} instructions", prog.len());
     assert!(emit::worst_case_path(&prog) < 30);
 }
 
@@ -213,6 +213,11 @@ fn default_profile_decisions() {
         assert_eq!(call("creat", [0, m, 0, 0, 0, 0]), allow);
     }
     assert_eq!(call("openat2", [3, 0, 0, 24, 0, 0]), enosys);
+    // Every process of a uid at once: refused; one process or group: allowed.
+    assert_eq!(call("setpriority", [2, 0, 19, 0, 0, 0]), eperm);
+    assert_eq!(call("setpriority", [2 | (1 << 32), 0, 19, 0, 0, 0]), eperm);
+    assert_eq!(call("setpriority", [0, 0, 19, 0, 0, 0]), allow);
+    assert_eq!(call("setpriority", [1, 0, 19, 0, 0, 0]), allow);
 }
 
 #[test]
