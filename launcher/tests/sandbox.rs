@@ -2104,6 +2104,17 @@ fn proc_state(pid: u32) -> Option<char> {
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
+/// `cordon run` of a command that appends a line to `WS/ticks` every 20 ms
+/// until stopped; returns the launcher and the ticks file.
+fn spawn_ticking(ws: &Path) -> (std::process::Child, PathBuf) {
+    let ticks = ws.join("ticks");
+    let script = format!(
+        "while :; do echo . >> {}; sleep 0.02; done",
+        ticks.display()
+    );
+    (spawn_ignoring(0, ws, &script), ticks)
+}
+
 /// Ctrl-Z (SIGTSTP to the launcher) suspends the whole run: the command
 /// stops too, instead of running on (and reading the terminal the shell has
 /// taken back) while the run looks suspended. SIGCONT resumes it. Before,
@@ -2111,15 +2122,7 @@ fn proc_state(pid: u32) -> Option<char> {
 #[test]
 fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
     let ws = workspace();
-    let ticks = ws.path().join("ticks");
-    let child = spawn_ignoring(
-        0,
-        ws.path(),
-        &format!(
-            "while :; do echo . >> {}; sleep 0.02; done",
-            ticks.display()
-        ),
-    );
+    let (child, ticks) = spawn_ticking(ws.path());
     let pid = child.id();
     let size = || std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
     let (frozen, stopped_growth) = growth_while_suspended(pid, &ticks);
@@ -2129,9 +2132,7 @@ fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
         assert!(start.elapsed() < Duration::from_secs(10), "never resumed");
         std::thread::sleep(Duration::from_millis(10));
     }
-    signal_and_settle(pid, libc::SIGTERM);
-    let (st, _) = wait_bounded(child);
-    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    terminate(child);
     assert_eq!(stopped_growth, 0, "the command ran on while suspended");
 }
 
@@ -2142,15 +2143,7 @@ fn sigtstp_suspends_the_sandbox_and_sigcont_resumes_it() {
 #[test]
 fn sigquit_tears_down_like_sigint() {
     let ws = workspace();
-    let ticks = ws.path().join("ticks");
-    let child = spawn_ignoring(
-        0,
-        ws.path(),
-        &format!(
-            "while :; do echo . >> {}; sleep 0.02; done",
-            ticks.display()
-        ),
-    );
+    let (child, ticks) = spawn_ticking(ws.path());
     wait_for_file(&ticks);
     signal_and_settle(child.id(), libc::SIGQUIT);
     let (st, _) = wait_bounded(child);
@@ -2188,6 +2181,14 @@ fn growth_while_suspended(pid: u32, ticks: &Path) -> (u64, u64) {
     (frozen, size() - frozen)
 }
 
+/// End a run with SIGTERM to the launcher: it tears the sandbox down and
+/// exits 128 + SIGTERM.
+fn terminate(child: std::process::Child) {
+    signal_and_settle(child.id(), libc::SIGTERM);
+    let (st, _) = wait_bounded(child);
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+}
+
 /// Send `sig` to `pid` and, for SIGTSTP, wait until it is stopped.
 fn signal_and_settle(pid: u32, sig: libc::c_int) {
     // SAFETY: kill on our own child.
@@ -2220,9 +2221,7 @@ fn sigtstp_stops_processes_reparented_to_the_launcher() {
     let pid = child.id();
     let (_, growth) = growth_while_suspended(pid, &ticks);
     signal_and_settle(pid, libc::SIGCONT);
-    signal_and_settle(pid, libc::SIGTERM);
-    let (st, _) = wait_bounded(child);
-    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    terminate(child);
     assert_eq!(growth, 0, "the reparented process ran on while suspended");
 }
 
