@@ -3,7 +3,7 @@
 use crate::error::{exit, Error, Result};
 use crate::helper_bin::{self, Helper};
 use crate::plan::{self, EnvArg, Host, Layers, Options, Plan, ProcStrategy};
-use crate::policy::{Config, Network, Profile, ProfileDef};
+use crate::policy::{Config, GitAccess, Network, Profile, ProfileDef};
 use crate::runner::{self, Input, RunConfig, SandboxResult};
 use crate::{doctor, paths, probe, sys};
 use serde_json::{json, Value};
@@ -24,6 +24,7 @@ options:
   --network none|host  --env NAME[=VALUE]  --allow-env-injection NAME
   --timeout SECS  --json  --layers both|outer|inner  --uid N
   --allow-degraded outer|inner  --helper-sha256 HEX  --cache-root DIR  --output-cap BYTES
+  --git ro|rw  (a writable path's .git: read-only by default, as its hooks run on the host)
 exit codes: the command's status; 128+N killed by signal N; 124 timeout;
   125 launcher/setup error; 126 not executable; 127 not found (docs/launcher.md)";
 
@@ -48,6 +49,7 @@ pub struct Args {
     pub helper_sha256: Option<String>,
     pub cache_root: Option<PathBuf>,
     pub output_cap: Option<usize>,
+    pub git: Option<GitAccess>,
     pub command: Vec<String>,
 }
 
@@ -110,6 +112,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args> {
             "--helper-sha256" => a.helper_sha256 = Some(v.clone()),
             "--cache-root" => a.cache_root = Some(v.into()),
             "--output-cap" => a.output_cap = Some(num(f, v)?),
+            "--git" => a.git = Some(v.parse()?),
             _ => return Err(Error::Usage(format!("unknown option {f}"))),
         }
         i += 2;
@@ -394,6 +397,7 @@ pub fn prepare(
     opts.uid = args.uid;
     opts.degrade_outer = args.degrade_outer;
     opts.degrade_inner = args.degrade_inner;
+    opts.git = args.git;
     opts.cache_root = args
         .cache_root
         .as_deref()

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::paths::{self, Fs, Kind, Mask};
-use crate::policy::{self, Network, Profile, Rule, WorkspaceAccess};
+use crate::policy::{self, GitAccess, Network, Profile, Rule, WorkspaceAccess};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -132,6 +132,8 @@ pub struct Options {
     /// caller named: when the sandbox uid cannot write it, it is mounted
     /// read-only (with a note) instead of refusing to run.
     pub workspace_implicit: bool,
+    /// `--git ro|rw`: overrides the profile's `git`.
+    pub git: Option<GitAccess>,
 }
 
 impl Options {
@@ -153,6 +155,7 @@ impl Options {
             degrade_inner: false,
             cache_root: None,
             workspace_implicit: false,
+            git: None,
         }
     }
 }
@@ -525,6 +528,35 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     }
     for p in &opts.ro {
         push_root(p, false, &mut roots)?;
+    }
+    // A repository's `.git` at the top of a writable path is read-only unless
+    // asked otherwise: git runs its hooks and config on the host
+    // (policy::GitAccess). bwrap enforces it alone: Landlock rights reach the
+    // whole tree below a rule and cannot be taken back for one child.
+    if opts.git.unwrap_or(profile.git) == GitAccess::Ro {
+        for w in &writable {
+            let git = w.join(".git");
+            // `--rw WS/.git` (or a path in it): the caller asked for it writable.
+            // Already read-only by name (`--ro WS/.git`): mounted once.
+            if writable.iter().any(|o| paths::is_under(o, &git))
+                || roots.iter().any(|r| paths::same(&r.path, &git))
+            {
+                continue;
+            }
+            match fs.lstat(&git).map(|m| m.kind) {
+                // A `.git` file (worktree, submodule) names the git directory:
+                // rewritten, it could name one the command made.
+                Some(Kind::Dir | Kind::File) => roots.push(RoRoot {
+                    path: git,
+                    try_: true,
+                }),
+                Some(Kind::Symlink) => notes.push(format!(
+                    "{} is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; replace the link with a `.git` file holding `gitdir: TARGET`, which is mounted read-only",
+                    git.display()
+                )),
+                _ => {}
+            }
+        }
     }
     if ws_access == WorkspaceAccess::Ro {
         roots.push(RoRoot {

@@ -477,6 +477,117 @@ fn nested_ro_under_workspace_comes_after_bind() {
     assert!(r > b);
 }
 
+/// Git runs a checkout's hooks and config on the host: the `.git` at the top
+/// of every writable path is mounted read-only after it.
+#[test]
+fn git_dirs_of_writable_paths_are_read_only() {
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/.git");
+    fs.dir("/work/wt");
+    fs.file("/work/wt/.git", 1); // a worktree's or submodule's `gitdir:` file
+    fs.dir("/work/plain");
+    let mut o = opts(&["true"]);
+    o.rw.push("/work/wt".into());
+    o.rw.push("/work/plain".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let a = &p.bwrap_argv;
+    for w in ["/work/ws", "/work/wt"] {
+        let git = format!("{w}/.git");
+        let b = pos(a, &["--bind", w, w]).unwrap();
+        let r = pos(a, &["--ro-bind-try", &git, &git]).unwrap_or_else(|| panic!("{git}: {a:?}"));
+        assert!(r > b, "{git} before its writable bind");
+        assert_eq!(
+            a.iter().filter(|x| **x == git).count(),
+            2,
+            "{git} once: {a:?}"
+        );
+    }
+    assert!(!a.iter().any(|x| x == "/work/plain/.git"), "{a:?}");
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+
+    // `--git rw`, or a profile's `git = "rw"`: left writable.
+    let mut rw = o.clone();
+    rw.git = Some(GitAccess::Rw);
+    let p = plan_with(&fs, &rw, 1000).unwrap();
+    assert!(
+        !p.bwrap_argv.iter().any(|x| x.ends_with("/.git")),
+        "{:?}",
+        p.bwrap_argv
+    );
+    let mut prof = builtin("default").unwrap();
+    prof.git = GitAccess::Rw;
+    let p = build(&prof, &o, &host(1000), &fs).unwrap();
+    assert!(!p.bwrap_argv.iter().any(|x| x.ends_with("/.git")));
+    // ... and `--git ro` wins over the profile.
+    let mut ro = o.clone();
+    ro.git = Some(GitAccess::Ro);
+    let p = build(&prof, &ro, &host(1000), &fs).unwrap();
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]
+    )
+    .is_some());
+
+    // Named writable: the caller's choice.
+    let mut named = opts(&["true"]);
+    named.rw.push("/work/ws/.git".into());
+    let p = plan_with(&fs, &named, 1000).unwrap();
+    assert!(pos(&p.bwrap_argv, &["--bind", "/work/ws/.git", "/work/ws/.git"]).is_some());
+    assert!(
+        !p.bwrap_argv.iter().any(|x| x == "--ro-bind-try"),
+        "{:?}",
+        p.bwrap_argv
+    );
+
+    // Named read-only: one mount, the caller's.
+    let mut named = opts(&["true"]);
+    named.ro.push("/work/ws/.git".into());
+    let p = plan_with(&fs, &named, 1000).unwrap();
+    assert_eq!(
+        p.bwrap_argv
+            .iter()
+            .filter(|x| *x == "/work/ws/.git")
+            .count(),
+        2
+    );
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--ro-bind", "/work/ws/.git", "/work/ws/.git"]
+    )
+    .is_some());
+
+    // A symlinked `.git` cannot be held: said, not silently left.
+    let mut fs = FakeFs::host();
+    fs.dir("/srv/repo.git");
+    fs.link("/work/ws/.git", "/srv/repo.git");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    assert!(!p.bwrap_argv.iter().any(|x| x == "/work/ws/.git"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("/work/ws/.git is a symlink and stays writable")),
+        "{:?}",
+        p.notes
+    );
+
+    // A read-only workspace has nothing to protect.
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/.git");
+    let p = build(
+        &builtin("public-bot").unwrap(),
+        &opts(&["true"]),
+        &host(1000),
+        &fs,
+    )
+    .unwrap();
+    assert!(pos(&p.bwrap_argv, &["--ro-bind", "/work/ws", "/work/ws"]).is_some());
+    assert!(
+        !p.bwrap_argv.iter().any(|x| x == "/work/ws/.git"),
+        "{:?}",
+        p.bwrap_argv
+    );
+}
+
 #[test]
 fn cwd_must_be_visible() {
     let fs = FakeFs::host();

@@ -39,6 +39,31 @@ pub enum WorkspaceAccess {
     None,
 }
 
+/// What the sandbox may do to a repository's `.git` at the top of a writable
+/// path. Git runs code named there (hooks; `core.fsmonitor`, `core.pager`
+/// and other config) on the host, the next time anyone runs git in that
+/// checkout: a command that could write it would run code outside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GitAccess {
+    /// Mounted read-only (the default): the checkout stays writable, git
+    /// commands that only read work, and commits fail with EROFS.
+    Ro,
+    /// Writable like the rest of the path.
+    Rw,
+}
+
+impl std::str::FromStr for GitAccess {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "ro" => Ok(GitAccess::Ro),
+            "rw" => Ok(GitAccess::Rw),
+            _ => Err(Error::Usage(format!("--git: expected ro|rw, got {s:?}"))),
+        }
+    }
+}
+
 /// A profile as written in a config file. Lists are appended to the profile it
 /// `extends`; scalars replace.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -86,6 +111,8 @@ pub struct ProfileDef {
     pub workspace: Option<WorkspaceAccess>,
     /// A persistent, writable cache root: XDG_CACHE_HOME=<root>/cache, XDG_STATE_HOME=<root>/state.
     pub cache_root: Option<PathBuf>,
+    /// `.git` at the top of writable paths: "ro" (default) or "rw".
+    pub git: Option<GitAccess>,
 }
 
 /// A fully resolved profile.
@@ -112,6 +139,7 @@ pub struct Profile {
     pub home: PathBuf,
     pub workspace: WorkspaceAccess,
     pub cache_root: Option<PathBuf>,
+    pub git: GitAccess,
 }
 
 /// The usr-merge roots: bound when present, recreated as symlinks when they are links.
@@ -147,6 +175,7 @@ fn base(name: &str) -> Profile {
         home: PathBuf::from(DEFAULT_HOME),
         workspace: WorkspaceAccess::Rw,
         cache_root: None,
+        git: GitAccess::Ro,
     }
 }
 
@@ -320,6 +349,9 @@ fn apply(p: &mut Profile, d: ProfileDef) {
     }
     if d.cache_root.is_some() {
         p.cache_root = d.cache_root;
+    }
+    if let Some(g) = d.git {
+        p.git = g;
     }
 }
 

@@ -2334,6 +2334,75 @@ fn no_setuid_or_setgid_files_in_the_workspace() {
     }
 }
 
+/// A checkout's `.git` is read-only in the sandbox: git runs its hooks and
+/// the commands its config names (`core.fsmonitor`, `core.pager`, …) on the
+/// host, so a command that could write them would run code outside the
+/// sandbox the next time anyone used git there. The rest of the workspace
+/// stays writable, and `--git rw` (the control) gives the old behaviour, where
+/// every write lands. bwrap holds it alone, so `--layers outer` holds too.
+/// Before, every write below landed on the host.
+#[test]
+fn git_hooks_and_config_stay_out_of_reach() {
+    use std::os::unix::fs::MetadataExt;
+    let script = "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit 2>/dev/null; echo hook=$?; \
+                  printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> .git/config 2>/dev/null; echo config=$?; \
+                  mv .git .git-old 2>/dev/null; echo rename=$?; \
+                  echo 'gitdir: /tmp/evil' > sub/.git 2>/dev/null; echo gitfile=$?; \
+                  echo work > notes.txt && echo workspace=ok";
+    let config = "[core]\n\trepositoryformatversion = 0\n";
+    for (extra, blocked) in [
+        (&["--layers", "both"][..], true),
+        (&["--layers", "outer"][..], true),
+        (&["--git", "rw"][..], false),
+    ] {
+        let ws = workspace();
+        let root = ws.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), config).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/.git"), "gitdir: ../.git\n").unwrap();
+        if is_root() {
+            for p in [".git", ".git/hooks", ".git/config", "sub", "sub/.git"] {
+                std::os::unix::fs::chown(root.join(p), Some(65534), Some(65534)).unwrap();
+            }
+        }
+        let sub = root.join("sub");
+        let mut args = extra.to_vec();
+        args.extend(["--rw", sub.to_str().unwrap()]);
+        let (v, code) = json_run(root, &args, &["sh", "-c", script]);
+        assert_eq!(code, 0, "{extra:?}: {v}");
+        let out = stdout_of(&v);
+        assert!(out.contains("workspace=ok"), "{extra:?}: {v}");
+        let hook = root.join(".git/hooks/pre-commit");
+        let gitfile = std::fs::read_to_string(root.join("sub/.git")).unwrap();
+        if blocked {
+            for line in ["hook=2", "config=2", "rename=1", "gitfile=2"] {
+                assert!(out.contains(line), "{extra:?}: {line} in {v}");
+            }
+            assert!(!hook.exists(), "{extra:?}: a hook landed on the host");
+            assert_eq!(
+                std::fs::read_to_string(root.join(".git/config")).unwrap(),
+                config
+            );
+            assert!(root.join(".git").is_dir() && !root.join(".git-old").exists());
+            assert_eq!(gitfile, "gitdir: ../.git\n");
+        } else {
+            for line in ["hook=0", "config=0", "rename=0", "gitfile=0"] {
+                assert!(out.contains(line), "{extra:?}: {line} in {v}");
+            }
+            let old = root.join(".git-old");
+            assert!(old.join("hooks/pre-commit").exists(), "control: {v}");
+            assert!(std::fs::read_to_string(old.join("config"))
+                .unwrap()
+                .contains("fsmonitor"));
+            assert_eq!(gitfile, "gitdir: /tmp/evil\n");
+        }
+        // The workspace itself stayed writable, by the sandbox's uid.
+        let m = std::fs::metadata(root.join("notes.txt")).unwrap();
+        assert_eq!(m.size(), 5);
+    }
+}
+
 /// A terminal resize reaches the command: SIGWINCH to the launcher is passed
 /// to the sandbox's processes (the command runs in a session of its own, so
 /// the kernel's SIGWINCH stops at the launcher's process group), and it

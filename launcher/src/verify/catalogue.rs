@@ -46,6 +46,8 @@ pub enum Trait {
     /// outside the hidden paths are readable, and a read-only bind does not stop
     /// `connect()` to a UNIX socket in it.
     HostRootVisible,
+    /// `git = "rw"`: a writable path's `.git` is writable (docs/profiles.md).
+    GitWritable,
 }
 
 /// A resource limit an attack is measured against.
@@ -156,6 +158,8 @@ pub fn catalogue() -> Vec<Attack> {
           "open /proc/sysrq-trigger for writing (reboot/crash the host)"),
         a("write-ro-file", Filesystem, High, &["write", "{ro_file}"], Blocked,
           "append to a --ro file inside the writable workspace"),
+        a("git-hook", Filesystem, High, &["write", "{ws_git}/hooks/post-checkout"], BlockedUnless(Trait::GitWritable),
+          "plant a hook in the workspace's .git (git runs it on the host, outside the sandbox)"),
         a("ro-file-detach", Filesystem, High, &["ro-detach", "{ro_file}"], Blocked,
           "unshare user+mount namespaces, detach the read-only bind, rewrite the file"),
         // --- privilege -------------------------------------------------------------------
@@ -261,6 +265,7 @@ pub fn catalogue() -> Vec<Attack> {
 pub struct Traits {
     pub network_host: bool,
     pub host_root_visible: bool,
+    pub git_writable: bool,
     /// The profile's RLIMIT_NPROC (soft), if any.
     pub nproc: Option<u64>,
     /// The profile's RLIMIT_AS (soft, bytes), if any.
@@ -272,6 +277,7 @@ impl Traits {
         match t {
             Trait::NetworkHost => self.network_host,
             Trait::HostRootVisible => self.host_root_visible,
+            Trait::GitWritable => self.git_writable,
         }
     }
     pub fn limit(&self, l: Limit) -> Option<u64> {
@@ -378,6 +384,7 @@ mod tests {
             "hidden",
             "hidden_marker",
             "ro_file",
+            "ws_git",
             "ro_marker",
             "marker_pid",
             "marker_addr",
@@ -457,6 +464,15 @@ mod tests {
         assert_eq!(
             expectation(&get("tcp-loopback"), &none),
             Expectation::MustBlock
+        );
+        assert_eq!(expectation(&get("git-hook"), &none), Expectation::MustBlock);
+        let git_rw = Traits {
+            git_writable: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            expectation(&get("git-hook"), &git_rw),
+            Expectation::AllowedByPolicy
         );
         assert_eq!(
             expectation(&get("tcp-loopback"), &maint),

@@ -305,6 +305,15 @@ impl Fixtures {
         let o = self.owner;
         clear_dir(&self.ws, &[])?;
         put(&self.ro_file, &format!("{}\n", self.ro_marker), o)?;
+        // A repository's git directory, for the hook attack.
+        let git = self.ws.join(".git");
+        mkdir(&git, o)?;
+        mkdir(&git.join("hooks"), o)?;
+        put(
+            &git.join("config"),
+            "[core]\n\trepositoryformatversion = 0\n",
+            o,
+        )?;
         clear_dir(&self.scratch, &[])?;
         clear_dir(&self.private, &[])?;
         put(&self.hidden, &format!("TOKEN={}\n", self.hidden_marker), o)?;
@@ -334,6 +343,7 @@ impl Fixtures {
         v.insert("hidden", s(&self.hidden));
         v.insert("hidden_marker", self.hidden_marker.clone());
         v.insert("ro_file", s(&self.ro_file));
+        v.insert("ws_git", s(&self.ws.join(".git")));
         v.insert("ro_marker", self.ro_marker.clone());
         v.insert("marker_pid", self.marker.pid.to_string());
         v.insert("marker_addr", self.marker.addr.clone());

@@ -134,6 +134,7 @@ pub fn traits(p: &Profile) -> Traits {
     Traits {
         network_host: p.network == Network::Host,
         host_root_visible: p.ro.iter().any(|r| r == Path::new("/")),
+        git_writable: p.git == crate::policy::GitAccess::Rw,
         nproc: limit_of(p, "nproc"),
         as_bytes: limit_of(p, "as"),
     }
