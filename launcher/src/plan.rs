@@ -534,8 +534,27 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // (policy::GitAccess). bwrap enforces it alone: Landlock rights reach the
     // whole tree below a rule and cannot be taken back for one child.
     if opts.git.unwrap_or(profile.git) == GitAccess::Ro {
-        for w in &writable {
-            let git = w.join(".git");
+        let mut candidates: Vec<PathBuf> = writable.iter().map(|w| w.join(".git")).collect();
+        // The repository the command starts in, when `--cwd` is nested in a
+        // writable path: a few lstats up to that path, not a scan.
+        if let Some(c) = opts.cwd.as_deref() {
+            let top = writable
+                .iter()
+                .filter(|w| paths::is_under(c, w))
+                .max_by_key(|w| w.as_os_str().len());
+            if let Some(w) = top {
+                if paths::require_absolute_normal(c).is_ok()
+                    && link_in_writable(fs, c, &writable).is_none()
+                {
+                    let mut d = Some(c);
+                    while let Some(dir) = d.filter(|d| !paths::same(d, w)) {
+                        candidates.push(dir.join(".git"));
+                        d = dir.parent();
+                    }
+                }
+            }
+        }
+        for git in candidates {
             // `--rw WS/.git` (or a path in it): the caller asked for it writable.
             // Already read-only by name (`--ro WS/.git`): mounted once.
             if writable.iter().any(|o| paths::is_under(o, &git))

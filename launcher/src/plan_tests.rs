@@ -556,6 +556,27 @@ fn git_dirs_of_writable_paths_are_read_only() {
     )
     .is_some());
 
+    // The repository `--cwd` starts in, nested in the workspace, and the
+    // ones between it and the workspace; not its siblings (no scan).
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/a");
+    fs.dir("/work/ws/a/b");
+    fs.dir("/work/ws/a/.git");
+    fs.dir("/work/ws/a/b/.git");
+    fs.dir("/work/ws/a/b/c");
+    fs.dir("/work/ws/sibling/.git");
+    let mut o = opts(&["true"]);
+    o.cwd = Some("/work/ws/a/b/c".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    for g in ["/work/ws/a/.git", "/work/ws/a/b/.git"] {
+        assert!(
+            pos(&p.bwrap_argv, &["--ro-bind-try", g, g]).is_some(),
+            "{g}: {:?}",
+            p.bwrap_argv
+        );
+    }
+    assert!(!p.bwrap_argv.iter().any(|x| x.contains("sibling")));
+
     // A symlinked `.git` cannot be held: said, not silently left.
     let mut fs = FakeFs::host();
     fs.dir("/srv/repo.git");

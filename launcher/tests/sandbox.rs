@@ -2403,6 +2403,36 @@ fn git_hooks_and_config_stay_out_of_reach() {
     }
 }
 
+/// The same for the repository the command starts in (`--cwd`) when it is
+/// nested in the workspace: its `.git` is looked up, not scanned for.
+#[test]
+fn git_dir_of_the_starting_repository_is_read_only() {
+    for (git, blocked) in [("ro", true), ("rw", false)] {
+        let ws = workspace();
+        let proj = ws.path().join("proj");
+        std::fs::create_dir_all(proj.join(".git/hooks")).unwrap();
+        if is_root() {
+            for p in [&proj, &proj.join(".git"), &proj.join(".git/hooks")] {
+                std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+            }
+        }
+        let (v, code) = json_run(
+            ws.path(),
+            &["--git", git, "--cwd", proj.to_str().unwrap()],
+            &["sh", "-c", "echo x > .git/hooks/pre-commit 2>/dev/null; echo hook=$?; echo y > f && echo proj=ok"],
+        );
+        assert_eq!(code, 0, "{git}: {v}");
+        let out = stdout_of(&v);
+        assert!(out.contains("proj=ok"), "{git}: {v}");
+        let landed = proj.join(".git/hooks/pre-commit").exists();
+        if blocked {
+            assert!(out.contains("hook=2") && !landed, "{git}: {v}");
+        } else {
+            assert!(out.contains("hook=0") && landed, "control: {v}");
+        }
+    }
+}
+
 /// A terminal resize reaches the command: SIGWINCH to the launcher is passed
 /// to the sandbox's processes (the command runs in a session of its own, so
 /// the kernel's SIGWINCH stops at the launcher's process group), and it
