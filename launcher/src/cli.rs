@@ -649,12 +649,9 @@ fn cmd_run(argv: &[String]) -> i32 {
         for d in &prep.degraded {
             eprintln!("cordon: DEGRADED: {d}");
         }
-        for n in prep
-            .plan
-            .notes
-            .iter()
-            .filter(|n| n.starts_with("workspace "))
-        {
+        for n in prep.plan.notes.iter().filter(|n| {
+            n.starts_with("workspace ") || n.contains(" is a symlink and stays writable")
+        }) {
             eprintln!("cordon: note: {n}");
         }
         match prep.plan.layers {

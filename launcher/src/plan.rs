@@ -565,10 +565,16 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             match fs.lstat(&git).map(|m| m.kind) {
                 // A `.git` file (worktree, submodule) names the git directory:
                 // rewritten, it could name one the command made.
-                Some(Kind::Dir | Kind::File) => roots.push(RoRoot {
-                    path: git,
-                    try_: true,
-                }),
+                Some(Kind::Dir | Kind::File) => {
+                    notes.push(format!(
+                        "{} is read-only: git runs its hooks and config on the host; git commands that write it (commit, add, checkout) fail with EROFS; --git rw makes it writable",
+                        git.display()
+                    ));
+                    roots.push(RoRoot {
+                        path: git,
+                        try_: true,
+                    })
+                }
                 Some(Kind::Symlink) => notes.push(format!(
                     "{} is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; replace the link with a `.git` file holding `gitdir: TARGET`, which is mounted read-only",
                     git.display()

@@ -503,7 +503,13 @@ fn git_dirs_of_writable_paths_are_read_only() {
         );
     }
     assert!(!a.iter().any(|x| x == "/work/plain/.git"), "{a:?}");
-    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    // Said in the result's notes (and `explain`), for a runtime to pass on.
+    assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+    assert!(
+        p.notes[0].starts_with("/work/ws/.git is read-only: git runs its hooks"),
+        "{:?}",
+        p.notes
+    );
 
     // `--git rw`, or a profile's `git = "rw"`: left writable.
     let mut rw = o.clone();

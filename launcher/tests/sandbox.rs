@@ -2433,6 +2433,31 @@ fn git_dir_of_the_starting_repository_is_read_only() {
     }
 }
 
+/// A symlinked `.git` cannot be held read-only (the command could repoint
+/// the link): the run goes on and says so on the terminal.
+#[test]
+fn symlinked_git_dir_is_said_on_the_terminal() {
+    let ws = workspace();
+    let target = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(target.path(), ws.path().join(".git")).unwrap();
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cordon: note: {}/.git is a symlink and stays writable",
+            ws.path().display()
+        )),
+        "{stderr}"
+    );
+}
+
 /// A terminal resize reaches the command: SIGWINCH to the launcher is passed
 /// to the sandbox's processes (the command runs in a session of its own, so
 /// the kernel's SIGWINCH stops at the launcher's process group), and it
