@@ -35,6 +35,9 @@ pub trait Fs {
     /// Does `p` carry a POSIX access ACL (which can grant more than its mode
     /// says)? True when that cannot be told.
     fn has_acl(&self, p: &Path) -> bool;
+    /// At most `max` bytes from the start of the regular file `p`: never
+    /// through a final symlink, never a FIFO or a device.
+    fn read_head(&self, p: &Path, max: u64) -> io::Result<Vec<u8>>;
     /// May `uid` (with primary group `gid`) create files in directory `p`? Only
     /// the mode bits are considered (the sandbox has no capabilities).
     /// By the mode bits of its class: a directory needs write and search, a
@@ -85,6 +88,22 @@ impl Fs for RealFs {
     }
     fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
         std::fs::read_link(p)
+    }
+    fn read_head(&self, p: &Path, max: u64) -> io::Result<Vec<u8>> {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // O_NONBLOCK: opening a FIFO put in place after the lstat returns at
+        // once, and the fstat below refuses it.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(p)?;
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let mut v = Vec::new();
+        f.take(max).read_to_end(&mut v)?;
+        Ok(v)
     }
     fn read_dir(&self, p: &Path) -> io::Result<Vec<String>> {
         let mut v: Vec<String> = crate::sys::dir_names(p)?
@@ -277,6 +296,9 @@ impl Fs for CachedFs<'_> {
     }
     fn has_acl(&self, p: &Path) -> bool {
         self.inner.has_acl(p)
+    }
+    fn read_head(&self, p: &Path, max: u64) -> io::Result<Vec<u8>> {
+        self.inner.read_head(p, max)
     }
 }
 
@@ -559,6 +581,8 @@ pub mod fake {
         /// Modes other than 0755, and paths with an ACL.
         pub modes: BTreeMap<PathBuf, u32>,
         pub acls: std::collections::BTreeSet<PathBuf>,
+        /// What `read_head` returns for a file.
+        pub contents: BTreeMap<PathBuf, Vec<u8>>,
     }
 
     impl FakeFs {
@@ -607,6 +631,11 @@ pub mod fake {
         pub fn file(&mut self, p: &str, nlink: u64) {
             self.nodes
                 .insert(p.into(), (Node::File { nlink }, 1000, 1000));
+        }
+        /// A regular file with this content.
+        pub fn text(&mut self, p: &str, content: &str) {
+            self.file(p, 1);
+            self.contents.insert(p.into(), content.as_bytes().to_vec());
         }
         pub fn link(&mut self, p: &str, to: &str) {
             self.nodes.insert(p.into(), (Node::Link(to.into()), 0, 0));
@@ -687,6 +716,15 @@ pub mod fake {
                 }
             }
             Ok(out)
+        }
+        fn read_head(&self, p: &Path, max: u64) -> io::Result<Vec<u8>> {
+            let mut v = self
+                .contents
+                .get(p)
+                .cloned()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            v.truncate(max as usize);
+            Ok(v)
         }
         fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
             match self.nodes.get(p) {

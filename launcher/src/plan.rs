@@ -410,6 +410,43 @@ pub fn early_switch(opts: &Options, host: &Host, fs: &dyn Fs) -> Option<Option<U
     choose_uid(opts, host, fs, &ws).ok().map(|(_, _, s)| s)
 }
 
+/// What a `.git` file (`gitdir: PATH`, relative to its directory) leads to,
+/// read as git reads it; real paths, directories only.
+struct LinkedGit {
+    /// The git directory it names.
+    gitdir: PathBuf,
+    /// The common directory that one names in its `commondir` file (a
+    /// linked worktree's main `.git`).
+    common: Option<PathBuf>,
+    /// The git directory's own `gitdir` file names this `.git` file back, as
+    /// git writes it for a linked worktree. A `.git` file alone proves
+    /// nothing: a command could have written it in an earlier run.
+    points_back: bool,
+}
+
+fn linked_git(fs: &dyn Fs, file: &Path) -> Option<LinkedGit> {
+    let first_line = |p: &Path| -> Option<String> {
+        let t = fs.read_head(p, 4096).ok()?;
+        let line = std::str::from_utf8(&t).ok()?.lines().next()?.trim_end();
+        (!line.is_empty()).then(|| line.to_string())
+    };
+    let dir = |base: &Path, rel: &str| -> Option<PathBuf> {
+        let real = fs.canonicalize(&base.join(rel)).ok()?;
+        (fs.lstat(&real)?.kind == Kind::Dir).then_some(real)
+    };
+    let base = file.parent()?;
+    let gitdir = dir(base, first_line(file)?.strip_prefix("gitdir: ")?)?;
+    let common = first_line(&gitdir.join("commondir")).and_then(|c| dir(&gitdir, &c));
+    let points_back = first_line(&gitdir.join("gitdir"))
+        .and_then(|b| fs.canonicalize(Path::new(&b)).ok())
+        .is_some_and(|b| paths::same(&b, file));
+    Some(LinkedGit {
+        gitdir,
+        common,
+        points_back,
+    })
+}
+
 /// Build the plan.
 pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Result<Plan> {
     if opts.command.is_empty() {
@@ -533,7 +570,10 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // asked otherwise: git runs its hooks and config on the host
     // (policy::GitAccess). bwrap enforces it alone: Landlock rights reach the
     // whole tree below a rule and cannot be taken back for one child.
-    if opts.git.unwrap_or(profile.git) == GitAccess::Ro {
+    // With `--git rw` the same walk still finds a linked worktree's git
+    // directories, so git works there (read-only outside writable paths).
+    let git_ro = opts.git.unwrap_or(profile.git) == GitAccess::Ro;
+    {
         let mut candidates: Vec<PathBuf> = writable.iter().map(|w| w.join(".git")).collect();
         // The repository the command starts in, when `--cwd` is nested in a
         // writable path: a few lstats up to that path, not a scan.
@@ -554,6 +594,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 }
             }
         }
+        let mut linked: Vec<(LinkedGit, PathBuf)> = Vec::new();
         for git in candidates {
             // `--rw WS/.git` (or a path in it): the caller asked for it writable.
             // Already read-only by name (`--ro WS/.git`): mounted once.
@@ -565,7 +606,15 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             match fs.lstat(&git).map(|m| m.kind) {
                 // A `.git` file (worktree, submodule) names the git directory:
                 // rewritten, it could name one the command made.
-                Some(Kind::Dir | Kind::File) => {
+                Some(k @ (Kind::Dir | Kind::File)) => {
+                    if k == Kind::File {
+                        if let Some(l) = linked_git(fs, &git) {
+                            linked.push((l, git.clone()));
+                        }
+                    }
+                    if !git_ro {
+                        continue;
+                    }
                     notes.push(format!(
                         "{} is read-only: git runs its hooks and config on the host; git commands that write it (commit, add, checkout) fail with EROFS; --git rw makes it writable",
                         git.display()
@@ -575,11 +624,62 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                         try_: true,
                     })
                 }
-                Some(Kind::Symlink) => notes.push(format!(
+                Some(Kind::Symlink) if git_ro => notes.push(format!(
                     "{} is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; replace the link with a `.git` file holding `gitdir: TARGET`, which is mounted read-only",
                     git.display()
                 )),
                 _ => {}
+            }
+        }
+        // The git directory a `.git` file names (a linked worktree's, a
+        // submodule's) and the common one it shares are read-only too: in a
+        // writable path they would be as open as `.git` itself. Outside every
+        // mounted path they are mounted, so git works in a linked worktree,
+        // but only when the git directory names this file back: otherwise a
+        // `.git` file a command wrote in an earlier run could show it any
+        // directory on the host.
+        for (l, file) in linked {
+            let trusted = l.points_back && !writable.iter().any(|w| paths::is_under(&l.gitdir, w));
+            for d in l.common.into_iter().chain([l.gitdir]) {
+                let in_writable = writable.iter().any(|w| paths::is_under(&d, w));
+                // Named writable by the caller (`--rw MAIN/.git`): theirs.
+                if roots.iter().any(|r| paths::is_under(&d, &r.path))
+                    || writable.iter().any(|w| paths::is_under(w, &d))
+                    || (in_writable && !git_ro)
+                {
+                    continue;
+                }
+                if !trusted && !in_writable {
+                    notes.push(format!(
+                        "{} names {}, which is not mounted: it is not a worktree of it (its `gitdir` file does not name {} back), so git will not find the repository",
+                        file.display(),
+                        d.display(),
+                        file.display()
+                    ));
+                    continue;
+                }
+                if sensitive(&d, &all_creds) && !shown(&d, &profile.show) {
+                    notes.push(format!(
+                        "{} names {}, which is hidden and not mounted",
+                        file.display(),
+                        d.display()
+                    ));
+                    continue;
+                }
+                notes.push(format!(
+                    "{} (named by {}) is mounted read-only{}",
+                    d.display(),
+                    file.display(),
+                    if git_ro {
+                        ""
+                    } else {
+                        "; pass --rw with it to commit"
+                    }
+                ));
+                roots.push(RoRoot {
+                    path: d,
+                    try_: true,
+                });
             }
         }
     }

@@ -615,6 +615,148 @@ fn git_dirs_of_writable_paths_are_read_only() {
     );
 }
 
+/// A linked worktree's `.git` file names its git directory in the main
+/// repository: mounted read-only (with the common directory) when that names
+/// the worktree back, so git works there; never on the file's word alone.
+#[test]
+fn git_dirs_named_by_a_git_file() {
+    let worktree = |back: &str| {
+        let mut fs = FakeFs::host();
+        fs.text("/work/ws/.git", "gitdir: /srv/main/.git/worktrees/ws\n");
+        for d in [
+            "/srv",
+            "/srv/main",
+            "/srv/main/.git",
+            "/srv/main/.git/worktrees",
+            "/srv/main/.git/worktrees/ws",
+        ] {
+            fs.dir(d);
+        }
+        fs.text("/srv/main/.git/worktrees/ws/commondir", "../..\n");
+        fs.text("/srv/main/.git/worktrees/ws/gitdir", back);
+        fs
+    };
+    let fs = worktree("/work/ws/.git\n");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    let a = &p.bwrap_argv;
+    assert!(
+        pos(a, &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]).is_some(),
+        "{a:?}"
+    );
+    assert!(
+        pos(a, &["--ro-bind-try", "/srv/main/.git", "/srv/main/.git"]).is_some(),
+        "{a:?}"
+    );
+    // The git directory is inside the common one: one mount.
+    assert!(
+        !a.iter().any(|x| x == "/srv/main/.git/worktrees/ws"),
+        "{a:?}"
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n == "/srv/main/.git (named by /work/ws/.git) is mounted read-only"),
+        "{:?}",
+        p.notes
+    );
+    // Landlock lets the helper read it too.
+    let pol = p.helper_policy.as_ref().unwrap();
+    assert!(
+        pol["filesystem"]["allow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["path"] == "/srv/main/.git" && r["access"] == "execute"),
+        "{pol}"
+    );
+
+    // `--git rw`: the worktree's own `.git` file stays writable, and git
+    // still finds its repository, read-only, with a hint.
+    let mut o = opts(&["true"]);
+    o.git = Some(GitAccess::Rw);
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    assert!(
+        !p.bwrap_argv.iter().any(|x| x == "/work/ws/.git"),
+        "{:?}",
+        p.bwrap_argv
+    );
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--ro-bind-try", "/srv/main/.git", "/srv/main/.git"]
+    )
+    .is_some());
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.ends_with("is mounted read-only; pass --rw with it to commit")),
+        "{:?}",
+        p.notes
+    );
+    // ... and `--rw` of the main `.git` makes it writable, once.
+    o.rw.push("/srv/main/.git".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    assert!(
+        pos(
+            &p.bwrap_argv,
+            &["--bind", "/srv/main/.git", "/srv/main/.git"]
+        )
+        .is_some(),
+        "{:?}",
+        p.bwrap_argv
+    );
+    assert_eq!(
+        p.bwrap_argv
+            .iter()
+            .filter(|x| *x == "/srv/main/.git")
+            .count(),
+        2,
+        "{:?}",
+        p.bwrap_argv
+    );
+
+    // A `.git` file whose git directory does not name it back (one a
+    // command could have written in an earlier run): nothing more shown.
+    let fs = worktree("/work/elsewhere/.git\n");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    assert!(
+        !p.bwrap_argv.iter().any(|x| x.starts_with("/srv")),
+        "{:?}",
+        p.bwrap_argv
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("/work/ws/.git names /srv/main/.git, which is not mounted")),
+        "{:?}",
+        p.notes
+    );
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]
+    )
+    .is_some());
+
+    // A git directory inside the workspace is held like `.git`, and the
+    // common directory it names outside is not shown on its word.
+    let mut fs = FakeFs::host();
+    fs.text("/work/ws/.git", "gitdir: store/wt\n");
+    fs.dir("/work/ws/store");
+    fs.dir("/work/ws/store/wt");
+    fs.dir("/srv");
+    fs.text("/work/ws/store/wt/commondir", "/srv\n");
+    fs.text("/work/ws/store/wt/gitdir", "/work/ws/.git\n");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    let a = &p.bwrap_argv;
+    let b = pos(a, &["--bind", "/work/ws", "/work/ws"]).unwrap();
+    let r = pos(
+        a,
+        &["--ro-bind-try", "/work/ws/store/wt", "/work/ws/store/wt"],
+    )
+    .unwrap();
+    assert!(r > b, "{a:?}");
+    assert!(!a.iter().any(|x| x == "/srv"), "{a:?}");
+}
+
 #[test]
 fn cwd_must_be_visible() {
     let fs = FakeFs::host();

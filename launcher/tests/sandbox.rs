@@ -2433,6 +2433,91 @@ fn git_dir_of_the_starting_repository_is_read_only() {
     }
 }
 
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(["-c", "safe.directory=*"]) // as root, after the chown to the sandbox uid
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git (scripts/setup installs it)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A linked worktree: its `.git` file names a git directory inside the main
+/// repository's `.git`, outside the workspace. Mounted read-only (git works,
+/// commits fail), but only because that directory names the worktree back:
+/// a `.git` file planted by an earlier run shows nothing. `--git rw` with
+/// `--rw MAIN/.git` (the control) commits.
+#[test]
+fn linked_worktree_git_reads_but_cannot_write() {
+    let root = workspace();
+    let main = root.path().join("main");
+    std::fs::create_dir(&main).unwrap();
+    git(&main, &["init", "-q"]);
+    git(&main, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    git(&main, &["worktree", "add", "-q", "../wt"]);
+    let forged = root.path().join("forged");
+    std::fs::create_dir(&forged).unwrap();
+    std::fs::write(
+        forged.join(".git"),
+        format!("gitdir: {}/.git\n", main.display()),
+    )
+    .unwrap();
+    if is_root() {
+        let st = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(root.path())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let wt = root.path().join("wt");
+    let head = || git(&wt, &["rev-parse", "HEAD"]);
+    let before = head();
+    let main_git = main.join(".git");
+    let commit = "git log --format=%s; git -c user.name=t -c user.email=t@example.invalid commit -q --allow-empty -m second 2>&1; echo commit=$?";
+
+    let (v, code) = json_run(&wt, &[], &["sh", "-c", commit]);
+    assert_eq!(code, 0, "{v}");
+    let out = stdout_of(&v);
+    assert!(out.starts_with("first\n"), "git reads its repository: {v}");
+    assert!(
+        out.contains("Read-only file system") && out.contains("commit=128"),
+        "{v}"
+    );
+    assert_eq!(head(), before, "a commit landed");
+
+    let (v, _) = json_run(
+        &forged,
+        &[],
+        &[
+            "sh",
+            "-c",
+            &format!("test -e {}/HEAD; echo seen=$?", main_git.display()),
+        ],
+    );
+    assert!(
+        stdout_of(&v).contains("seen=1"),
+        "a forged .git file showed {}: {v}",
+        main_git.display()
+    );
+
+    let (v, code) = json_run(
+        &wt,
+        &["--git", "rw", "--rw", main_git.to_str().unwrap()],
+        &["sh", "-c", commit],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert!(stdout_of(&v).contains("commit=0"), "control: {v}");
+    assert_ne!(head(), before, "control: no commit");
+}
+
 /// A symlinked `.git` cannot be held read-only (the command could repoint
 /// the link): the run goes on and says so on the terminal.
 #[test]
