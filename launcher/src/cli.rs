@@ -3,7 +3,7 @@
 use crate::error::{exit, Error, Result};
 use crate::helper_bin::{self, Helper};
 use crate::plan::{self, EnvArg, Host, Layers, Options, Plan, ProcStrategy};
-use crate::policy::{Config, GitAccess, Network, Profile, ProfileDef};
+use crate::policy::{Config, GitAccess, Network, Profile, ProfileDef, TmpfsSize};
 use crate::runner::{self, Input, RunConfig, SandboxResult};
 use crate::{doctor, paths, probe, sys};
 use serde_json::{json, Value};
@@ -25,6 +25,7 @@ options:
   --timeout SECS  --json  --layers both|outer|inner  --uid N
   --allow-degraded outer|inner  --helper-sha256 HEX  --cache-root DIR  --output-cap BYTES
   --git ro|rw  (a writable path's .git: read-only by default, as its hooks run on the host)
+  --tmpfs-size SIZE|unlimited  (each of /tmp, HOME, /dev/shm; default an eighth of the RAM)
 exit codes: the command's status; 128+N killed by signal N; 124 timeout;
   125 launcher/setup error; 126 not executable; 127 not found (docs/launcher.md)";
 
@@ -50,6 +51,7 @@ pub struct Args {
     pub cache_root: Option<PathBuf>,
     pub output_cap: Option<usize>,
     pub git: Option<GitAccess>,
+    pub tmpfs_size: Option<TmpfsSize>,
     pub command: Vec<String>,
 }
 
@@ -113,6 +115,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args> {
             "--cache-root" => a.cache_root = Some(v.into()),
             "--output-cap" => a.output_cap = Some(num(f, v)?),
             "--git" => a.git = Some(v.parse()?),
+            "--tmpfs-size" => a.tmpfs_size = Some(v.parse()?),
             _ => return Err(Error::Usage(format!("unknown option {f}"))),
         }
         i += 2;
@@ -398,6 +401,7 @@ pub fn prepare(
     opts.degrade_outer = args.degrade_outer;
     opts.degrade_inner = args.degrade_inner;
     opts.git = args.git;
+    opts.tmpfs_size = args.tmpfs_size;
     opts.cache_root = args
         .cache_root
         .as_deref()
@@ -446,6 +450,7 @@ pub fn prepare(
         groups: nix::unistd::getgroups()
             .ok()
             .map(|g| g.iter().map(|g| g.as_raw()).collect()),
+        mem_bytes: sys::mem_bytes(),
     };
     let fs = paths::CachedFs::new(&paths::RealFs);
     let probe_dir = probe::cache_dir(&env, euid);

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::paths::{self, Fs, Kind, Mask};
-use crate::policy::{self, GitAccess, Network, Profile, Rule, WorkspaceAccess};
+use crate::policy::{self, GitAccess, Network, Profile, Rule, TmpfsSize, WorkspaceAccess};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -134,6 +134,8 @@ pub struct Options {
     pub workspace_implicit: bool,
     /// `--git ro|rw`: overrides the profile's `git`.
     pub git: Option<GitAccess>,
+    /// `--tmpfs-size`: overrides the profile's `tmpfs_size`.
+    pub tmpfs_size: Option<TmpfsSize>,
 }
 
 impl Options {
@@ -156,6 +158,7 @@ impl Options {
             cache_root: None,
             workspace_implicit: false,
             git: None,
+            tmpfs_size: None,
         }
     }
 }
@@ -178,6 +181,18 @@ pub struct Host {
     /// The caller's supplementary groups (the sandbox keeps them unless the
     /// launcher switches uid); None when they could not be read.
     pub groups: Option<Vec<u32>>,
+    /// Total RAM in bytes (0: unknown), for the default tmpfs size.
+    pub mem_bytes: u64,
+}
+
+/// Each scratch tmpfs may use an eighth of the RAM by default (at least
+/// 64 MiB; 1 GiB when the RAM is unknown): the default profile's three then
+/// hold at most 3/8 of it, where the kernel's default is half the RAM each.
+pub fn default_tmpfs_size(mem_bytes: u64) -> u64 {
+    match mem_bytes {
+        0 => 1 << 30,
+        m => (m / 8).max(64 << 20),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1128,6 +1143,17 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             gid.to_string(),
         ]);
         a.extend(["--info-fd".into(), INFO_FD.to_string()]);
+        let tmpfs_bytes = match opts.tmpfs_size.or(profile.tmpfs_size) {
+            Some(TmpfsSize::Bytes(b)) => Some(b),
+            Some(TmpfsSize::Unlimited) => None,
+            None => Some(default_tmpfs_size(host.mem_bytes)),
+        };
+        let sized = |a: &mut Vec<String>, p: &Path| {
+            if let Some(b) = tmpfs_bytes {
+                a.extend(["--size".into(), b.to_string()]);
+            }
+            a.extend(["--tmpfs".into(), s(p)]);
+        };
         let mut next_empty = EMPTY_FD_FIRST;
         for op in &ops {
             mounts += 1;
@@ -1140,13 +1166,25 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 Op::Symlink { target, link } => {
                     a.extend(["--symlink".into(), s(target), s(link)]);
                 }
-                Op::Dev => a.extend(["--dev".into(), "/dev".into()]),
+                // bwrap's /dev is a tmpfs that cannot be sized: read-only,
+                // with a sized tmpfs for the one place programs write there.
+                Op::Dev => {
+                    a.extend(["--dev".into(), "/dev".into()]);
+                    sized(a, Path::new("/dev/shm"));
+                    a.extend(["--remount-ro".into(), "/dev".into()]);
+                    mounts += 2;
+                }
                 Op::Proc(ProcStrategy::Fresh) => a.extend(["--proc".into(), "/proc".into()]),
                 Op::Proc(ProcStrategy::BindRo) => {
                     a.extend(["--ro-bind".into(), "/proc".into(), "/proc".into()])
                 }
                 Op::Proc(ProcStrategy::Tmpfs) => a.extend(["--tmpfs".into(), "/proc".into()]),
-                Op::Tmpfs(p) | Op::MaskDir(p) => a.extend(["--tmpfs".into(), s(p)]),
+                Op::Tmpfs(p) => sized(a, p),
+                // Empty and read-only: a mask holds nothing and takes nothing.
+                Op::MaskDir(p) => {
+                    a.extend(["--tmpfs".into(), s(p), "--remount-ro".into(), s(p)]);
+                    mounts += 1;
+                }
                 Op::MaskFile(p) => {
                     a.extend(["--ro-bind-data".into(), next_empty.to_string(), s(p)]);
                     fds.push((next_empty, FdRole::Empty));
@@ -1158,6 +1196,10 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 }
             }
         }
+        // The sandbox's root is bwrap's tmpfs, owned by the sandbox uid:
+        // read-only once every mount point in it exists.
+        a.extend(["--remount-ro".into(), "/".into()]);
+        mounts += 1;
         a.extend(["--chdir".into(), s(&cwd), "--".into()]);
         a.extend(inner.iter().cloned());
     }

@@ -23,6 +23,7 @@ fn host(euid: u32) -> Host {
         proc: ProcStrategy::Fresh,
         gid_of,
         groups: Some(vec![]),
+        mem_bytes: 16 << 30,
     }
 }
 
@@ -85,10 +86,20 @@ fn default_profile_exact_argv() {
         "/lib64",
         "--dev",
         "/dev",
+        "--size",
+        "2147483648", // an eighth of the host's 16 GiB
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
         "--proc",
         "/proc",
+        "--size",
+        "2147483648",
         "--tmpfs",
         "/tmp",
+        "--size",
+        "2147483648",
         "--tmpfs",
         "/home/sandbox",
         "--ro-bind-data",
@@ -100,6 +111,8 @@ fn default_profile_exact_argv() {
         "--bind",
         "/work/ws",
         "/work/ws",
+        "--remount-ro",
+        "/",
         "--chdir",
         "/work/ws",
         "--",
@@ -755,6 +768,115 @@ fn git_dirs_named_by_a_git_file() {
     .unwrap();
     assert!(r > b, "{a:?}");
     assert!(!a.iter().any(|x| x == "/srv"), "{a:?}");
+}
+
+/// Scratch tmpfs are sized (their pages are host memory the OOM killer does
+/// not charge to the writer); masks are empty and read-only.
+#[test]
+fn scratch_tmpfs_sizes() {
+    assert_eq!(default_tmpfs_size(16 << 30), 2 << 30);
+    assert_eq!(default_tmpfs_size(256 << 20), 64 << 20, "at least 64 MiB");
+    assert_eq!(default_tmpfs_size(0), 1 << 30, "RAM unknown");
+    let sizes = |p: &Plan| -> Vec<(String, String)> {
+        p.bwrap_argv
+            .windows(4)
+            .filter(|w| w[0] == "--size" && w[2] == "--tmpfs")
+            .map(|w| (w[3].clone(), w[1].clone()))
+            .collect()
+    };
+    let mut prof = builtin("default").unwrap();
+    prof.tmpfs.push("/var/tmp".into());
+    let mut o = opts(&["true"]);
+    o.tmpfs_size = Some(TmpfsSize::Bytes(8 << 20));
+    let p = build(&prof, &o, &host(1000), &FakeFs::host()).unwrap();
+    let want: Vec<(String, String)> = ["/dev/shm", "/tmp", "/var/tmp", "/home/sandbox"]
+        .iter()
+        .map(|d| (d.to_string(), (8u64 << 20).to_string()))
+        .collect();
+    assert_eq!(sizes(&p), want);
+    // The profile's size, and the option over it.
+    prof.tmpfs_size = Some(TmpfsSize::Bytes(1 << 30));
+    let p = build(&prof, &opts(&["true"]), &host(1000), &FakeFs::host()).unwrap();
+    assert!(
+        sizes(&p).iter().all(|(_, b)| b == "1073741824"),
+        "{:?}",
+        p.bwrap_argv
+    );
+    o.tmpfs_size = Some(TmpfsSize::Unlimited);
+    let p = build(&prof, &o, &host(1000), &FakeFs::host()).unwrap();
+    assert!(
+        !p.bwrap_argv.iter().any(|a| a == "--size"),
+        "{:?}",
+        p.bwrap_argv
+    );
+    assert!(pos(&p.bwrap_argv, &["--tmpfs", "/tmp"]).is_some());
+
+    // A masked directory: an empty tmpfs, then read-only.
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/secret");
+    let mut o = opts(&["true"]);
+    o.hide.push("/work/ws/secret".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    assert!(
+        pos(
+            &p.bwrap_argv,
+            &[
+                "--tmpfs",
+                "/work/ws/secret",
+                "--remount-ro",
+                "/work/ws/secret"
+            ]
+        )
+        .is_some(),
+        "{:?}",
+        p.bwrap_argv
+    );
+}
+
+#[test]
+fn tmpfs_size_parsing() {
+    let ok = |s: &str| TmpfsSize::parse(s).unwrap();
+    assert_eq!(ok("512M"), TmpfsSize::Bytes(512 << 20));
+    assert_eq!(ok("4g"), TmpfsSize::Bytes(4 << 30));
+    assert_eq!(ok("1048576"), TmpfsSize::Bytes(1 << 20));
+    assert_eq!(ok("unlimited"), TmpfsSize::Unlimited);
+    for bad in [
+        "",
+        "M",
+        "1.5G",
+        "-1",
+        "4GB",
+        "lots",
+        "99999999999999999999",
+        "99999999999T",
+    ] {
+        assert!(TmpfsSize::parse(bad).is_err(), "{bad:?}");
+    }
+    assert!(TmpfsSize::parse("0").unwrap_err().contains("say unlimited"));
+    let e = "--tmpfs-size".to_string();
+    let err = "4GB".parse::<TmpfsSize>().unwrap_err().to_string();
+    assert!(
+        err.contains(&e) && err.contains("expected a size like 512M"),
+        "{err}"
+    );
+    // In a profile: a number of bytes or a string.
+    let cfg = crate::policy::Config::parse(
+        Path::new("c.toml"),
+        "[profiles.a]\ntmpfs_size = \"2G\"\n[profiles.b]\ntmpfs_size = 1048576\n",
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.profiles["a"].tmpfs_size,
+        Some(TmpfsSize::Bytes(2 << 30))
+    );
+    assert_eq!(
+        cfg.profiles["b"].tmpfs_size,
+        Some(TmpfsSize::Bytes(1 << 20))
+    );
+    let e = crate::policy::Config::parse(Path::new("c.toml"), "[profiles.a]\ntmpfs_size = \"0\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("say unlimited"), "{e}");
 }
 
 #[test]

@@ -64,6 +64,68 @@ impl std::str::FromStr for GitAccess {
     }
 }
 
+/// How large each scratch tmpfs (/tmp, HOME, a profile's `tmpfs`, /dev/shm)
+/// may grow. Their pages are memory the host cannot reclaim and the OOM
+/// killer does not charge to the writer: unbounded (the kernel's default is
+/// half the RAM each), one sandbox could exhaust the host's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TmpfsSize {
+    Bytes(u64),
+    Unlimited,
+}
+
+impl TmpfsSize {
+    /// `unlimited`, or bytes with an optional binary suffix K, M, G or T.
+    pub fn parse(s: &str) -> std::result::Result<TmpfsSize, String> {
+        if s == "unlimited" {
+            return Ok(TmpfsSize::Unlimited);
+        }
+        let expected = || format!("expected a size like 512M, 4G or unlimited, got {s:?}");
+        let (digits, shift) = match s.as_bytes().last() {
+            Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+            Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+            Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+            Some(b'T' | b't') => (&s[..s.len() - 1], 40),
+            _ => (s, 0),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(expected());
+        }
+        let n: u64 = digits.parse().map_err(|_| format!("{s:?} is too large"))?;
+        let bytes = n
+            .checked_mul(1 << shift)
+            .ok_or_else(|| format!("{s:?} is too large"))?;
+        match bytes {
+            // The kernel reads size=0 as "no limit": never by accident.
+            0 => Err("0 would mean no limit to the kernel; say unlimited".into()),
+            b => Ok(TmpfsSize::Bytes(b)),
+        }
+    }
+}
+
+impl std::str::FromStr for TmpfsSize {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        TmpfsSize::parse(s).map_err(|e| Error::Usage(format!("--tmpfs-size: {e}")))
+    }
+}
+
+impl<'de> Deserialize<'de> for TmpfsSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => TmpfsSize::parse(&n.to_string()),
+            Raw::S(s) => TmpfsSize::parse(&s),
+        }
+        .map_err(serde::de::Error::custom)
+    }
+}
+
 /// A profile as written in a config file. Lists are appended to the profile it
 /// `extends`; scalars replace.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -113,6 +175,8 @@ pub struct ProfileDef {
     pub cache_root: Option<PathBuf>,
     /// `.git` at the top of writable paths: "ro" (default) or "rw".
     pub git: Option<GitAccess>,
+    /// Size of each scratch tmpfs: bytes, "512M", "4G" or "unlimited".
+    pub tmpfs_size: Option<TmpfsSize>,
 }
 
 /// A fully resolved profile.
@@ -140,6 +204,8 @@ pub struct Profile {
     pub workspace: WorkspaceAccess,
     pub cache_root: Option<PathBuf>,
     pub git: GitAccess,
+    /// None: an eighth of the host's RAM (plan::default_tmpfs_size).
+    pub tmpfs_size: Option<TmpfsSize>,
 }
 
 /// The usr-merge roots: bound when present, recreated as symlinks when they are links.
@@ -176,6 +242,7 @@ fn base(name: &str) -> Profile {
         workspace: WorkspaceAccess::Rw,
         cache_root: None,
         git: GitAccess::Ro,
+        tmpfs_size: None,
     }
 }
 
@@ -352,6 +419,9 @@ fn apply(p: &mut Profile, d: ProfileDef) {
     }
     if let Some(g) = d.git {
         p.git = g;
+    }
+    if d.tmpfs_size.is_some() {
+        p.tmpfs_size = d.tmpfs_size;
     }
 }
 

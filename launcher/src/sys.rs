@@ -336,6 +336,18 @@ pub fn getegid() -> u32 {
     unsafe { libc::getegid() }
 }
 
+/// Total RAM in bytes; 0 when it cannot be read.
+pub fn mem_bytes() -> u64 {
+    // SAFETY: sysinfo only writes the struct it is given, which is plain
+    // data and may start zeroed.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `si` is a valid, writable sysinfo struct for the call.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return 0;
+    }
+    (si.totalram as u64).saturating_mul(u64::from(si.mem_unit.max(1)))
+}
+
 #[cfg(test)]
 mod read_tests {
     use super::*;

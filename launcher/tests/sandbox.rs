@@ -2433,6 +2433,83 @@ fn git_dir_of_the_starting_repository_is_read_only() {
     }
 }
 
+/// The scratch tmpfs (/tmp, HOME, /dev/shm) are sized: their pages are host
+/// memory that the OOM killer does not charge to the writer, and the
+/// kernel's default is half the RAM each. Past the size a write gets ENOSPC.
+/// bwrap holds it alone (`--layers outer` too); the control, `--tmpfs-size
+/// unlimited`, writes the same 16 MiB everywhere.
+#[test]
+fn scratch_tmpfs_are_bounded() {
+    let script = "for d in /tmp \"$HOME\" /dev/shm; do \
+                    dd if=/dev/zero of=\"$d/fill\" bs=1M count=16 2>/dev/null; echo \"$d=$? $(wc -c < \"$d/fill\")\"; \
+                  done";
+    for (extra, bounded) in [
+        (&["--tmpfs-size", "8M", "--layers", "both"][..], true),
+        (&["--tmpfs-size", "8M", "--layers", "outer"][..], true),
+        (&["--tmpfs-size", "unlimited"][..], false),
+    ] {
+        let ws = workspace();
+        let (v, code) = json_run(ws.path(), extra, &["sh", "-c", script]);
+        assert_eq!(code, 0, "{extra:?}: {v}");
+        let out = stdout_of(&v);
+        for d in ["/tmp", "/home/sandbox", "/dev/shm"] {
+            let want = if bounded {
+                format!("{d}=1 8388608")
+            } else {
+                format!("{d}=0 16777216")
+            };
+            assert!(out.contains(&want), "{extra:?}: {want} in {v}");
+        }
+    }
+}
+
+/// The sandbox's root and /dev are tmpfs that bwrap makes and the sandbox
+/// uid owns: read-only here, so nothing can be stored there (unbounded
+/// memory, and a place the inner layer alone would have to guard). The
+/// control is plain bwrap with the same kind of root, where the writes land.
+#[test]
+fn sandbox_root_and_dev_are_read_only() {
+    let script =
+        "touch /junk 2>/dev/null; echo root=$?; mkdir /newdir 2>/dev/null; echo mkdir=$?; \
+                  touch /dev/junk 2>/dev/null; echo dev=$?; echo x > /dev/null && echo null=ok";
+    for layers in ["both", "outer"] {
+        let ws = workspace();
+        let (v, code) = json_run(ws.path(), &["--layers", layers], &["sh", "-c", script]);
+        assert_eq!(code, 0, "{layers}: {v}");
+        let out = stdout_of(&v);
+        for line in ["root=1", "mkdir=1", "dev=1", "null=ok"] {
+            assert!(out.contains(line), "{layers}: {line} in {v}");
+        }
+    }
+    let out = Command::new("bwrap")
+        .args([
+            "--unshare-all",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+        ])
+        .args([
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--dev",
+            "/dev",
+        ])
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in ["root=0", "mkdir=0", "dev=0", "null=ok"] {
+        assert!(stdout.contains(line), "control: {line} in {stdout}");
+    }
+}
+
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
