@@ -157,7 +157,6 @@ fn start(
             .collect::<std::result::Result<_, _>>()?,
         cwd: cstr("/")?,
         fds: sources.iter().map(|(t, s)| (*t, s.as_raw_fd())).collect(),
-        cloexec_from: first_free as u32,
         switch_to: switch,
         reset_signals: crate::spawn::signals_to_reset(),
     };

@@ -836,8 +836,6 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         },
         cwd: cstr(&spec.cwd.to_string_lossy())?,
         fds: sources,
-        // Nothing else crosses exec: not the caller's leaked fds, not ours.
-        cloexec_from: (max_target + 1) as u32,
         switch_to: spec.switch_to,
         reset_signals: spawn::signals_to_reset(),
     };

@@ -29,8 +29,6 @@ pub struct Spec {
     /// numbered above every target (the caller duplicates them up first), so no
     /// dup2 can clobber a source still needed.
     pub fds: Vec<(RawFd, RawFd)>,
-    /// Mark every fd from here up close-on-exec: nothing we hold leaks into bwrap.
-    pub cloexec_from: u32,
     /// Become this uid/gid (supplementary groups cleared) before exec.
     pub switch_to: Option<(u32, u32)>,
     /// Signals whose handlers the child resets to the default before it unblocks
@@ -242,20 +240,24 @@ fn child(
             )
         })?;
     }
+    // Every fd from 3 up close-on-exec first, then the targets made by dup2
+    // (which never sets the flag): only they cross exec. Marking only above
+    // the highest target left the caller's leaked fds in the gaps between
+    // targets open in bwrap, and so in the command.
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets fd flags.
+    check(Step::CloseRange, unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    })?;
     for &(target, src) in &spec.fds {
         // SAFETY: dup2 on two fds; no memory involved.
         check(Step::Dup2, unsafe { libc::dup2(src, target) }
             as libc::c_long)?;
     }
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets fd flags.
-    check(Step::CloseRange, unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            spec.cloexec_from,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    })?;
     // SAFETY: `cwd` is a NUL-terminated string that outlives the child.
     check(Step::Chdir, unsafe { libc::chdir(spec.cwd.as_ptr()) }
         as libc::c_long)?;
@@ -331,7 +333,6 @@ mod tests {
             envp: vec![c("A=b")],
             cwd: c("/"),
             fds,
-            cloexec_from: 3,
             switch_to: None,
             reset_signals: vec![libc::SIGPIPE],
         }
@@ -359,6 +360,44 @@ mod tests {
         // The env is exactly A=b, cwd is /, and only 0-2 plus ls's own fd are open
         // (fds 3+ were marked close-on-exec): 4 entries.
         assert_eq!(out, "b|/|4");
+    }
+
+    /// A leaked fd numbered between two targets does not cross exec.
+    #[test]
+    fn only_the_targets_cross_exec() {
+        use std::io::Read;
+        // Leaked fds at 3..=6 (not close-on-exec, as a careless caller's).
+        let leaks: Vec<RawFd> = (0..4)
+            .map(|_| {
+                let f = std::fs::File::open("/etc/hostname").unwrap();
+                let fd = crate::sys::dup_above(f.as_raw_fd(), 3).unwrap();
+                let raw = fd.as_raw_fd();
+                std::mem::forget(fd);
+                // SAFETY: clearing FD_CLOEXEC on an fd we own.
+                assert_eq!(unsafe { libc::fcntl(raw, libc::F_SETFD, 0) }, 0);
+                raw
+            })
+            .collect();
+        let (r, w) = crate::sys::pipe().unwrap();
+        let high = crate::sys::dup_above(w.as_raw_fd(), 20).unwrap();
+        let high2 = crate::sys::dup_above(w.as_raw_fd(), 20).unwrap();
+        drop(w);
+        // Targets 1 and 8: the leaks (below 8) lie in the gap.
+        let pid = spawn(&sh(
+            "ls /proc/self/fd | tr '\\n' ' ' >&8",
+            vec![(1, high.as_raw_fd()), (8, high2.as_raw_fd())],
+        ))
+        .unwrap();
+        drop((high, high2));
+        let mut out = String::new();
+        std::fs::File::from(r).read_to_string(&mut out).unwrap();
+        assert_eq!(wait(pid), 0);
+        for fd in &leaks {
+            // SAFETY: our own leaked fds, closed once.
+            unsafe { libc::close(*fd) };
+        }
+        // 0-2, 8, and ls's own directory fd (the lowest free: 3).
+        assert_eq!(out.trim(), "0 1 2 3 8", "leaks were {leaks:?}");
     }
 
     #[test]

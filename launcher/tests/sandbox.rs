@@ -561,19 +561,31 @@ fn leaked_fd_is_closed_inside() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("leak");
     std::fs::write(&p, "LEAKED-SECRET").unwrap();
-    let f = std::fs::File::open(&p).unwrap();
     use std::os::fd::AsRawFd;
-    let fd = f.as_raw_fd();
-    // SAFETY: clearing FD_CLOEXEC on an fd we own, so the child inherits it (the leak).
-    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }, 0);
-    for layers in ["both", "outer"] {
-        let script = format!("cat <&{fd}; cat /proc/self/fd/{fd}; ls /proc/self/fd; echo end");
+    // Ten leaks, so that some land among the fd numbers the launcher passes
+    // to bwrap (3-8) whatever else this process has open: a leak in a gap
+    // between two of them once reached the command with `--layers outer`.
+    let files: Vec<std::fs::File> = (0..10).map(|_| std::fs::File::open(&p).unwrap()).collect();
+    let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+    for &fd in &fds {
+        // SAFETY: clearing FD_CLOEXEC on an fd we own, so the child inherits it (the leak).
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }, 0);
+    }
+    for layers in ["both", "outer", "inner"] {
+        let script: String = fds
+            .iter()
+            .map(|fd| format!("cat /proc/self/fd/{fd} 2>/dev/null; "))
+            .chain(["ls /proc/self/fd; echo end".to_string()])
+            .collect();
         let (v, _) = json_run(ws.path(), &["--layers", layers], &["sh", "-c", &script]);
         let s = format!("{}{}", stdout_of(&v), v["stderr"]["data"]);
         assert!(s.contains("end"), "{v}");
-        assert!(!s.contains("LEAKED-SECRET"), "{layers}: {s}");
+        assert!(
+            !s.contains("LEAKED-SECRET"),
+            "{layers}: leaked {fds:?}: {s}"
+        );
     }
-    drop(f);
+    drop(files);
 }
 
 #[test]
