@@ -1096,6 +1096,21 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     } else {
         None
     };
+    // The default process limit only where it counts the sandbox alone:
+    // with the helper alone it would count every process of the uid.
+    let default_nproc = match profile.default_nproc {
+        Some(n) if !profile.rlimits.contains_key("nproc") => match opts.layers {
+            Layers::Both => Some(n),
+            Layers::Inner => {
+                notes.push(format!(
+                    "no nproc limit ({n} by default): with the helper alone it would count every process of uid {uid}, not only the sandbox's"
+                ));
+                None
+            }
+            Layers::Outer => None,
+        },
+        _ => None,
+    };
     let helper_policy = (opts.layers != Layers::Outer).then(|| {
         policy::helper_policy(&policy::HelperPolicyInput {
             rules,
@@ -1108,6 +1123,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             env_set: env_set.clone(),
             allow_injection: allow_inj.clone(),
             user: helper_user,
+            default_nproc,
         })
     });
 

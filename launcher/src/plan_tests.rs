@@ -879,6 +879,40 @@ fn tmpfs_size_parsing() {
     assert!(e.contains("say unlimited"), "{e}");
 }
 
+/// Built-in profiles cap the sandbox's tasks (a fork bomb would take every
+/// pid of the host) where the count is the sandbox's own: under bwrap.
+#[test]
+fn default_nproc_limit() {
+    let nproc = |p: &Plan| {
+        p.helper_policy
+            .as_ref()
+            .map(|v| v["rlimits"]["nproc"].clone())
+    };
+    let p = plan(&opts(&["true"]));
+    assert_eq!(
+        nproc(&p),
+        Some(serde_json::json!(crate::policy::DEFAULT_NPROC))
+    );
+    // The profile's own value wins, "unlimited" included.
+    let mut prof = builtin("default").unwrap();
+    prof.rlimits
+        .insert("nproc".into(), serde_json::json!("unlimited"));
+    let p = build(&prof, &opts(&["true"]), &host(1000), &FakeFs::host()).unwrap();
+    assert_eq!(nproc(&p), Some(serde_json::json!("unlimited")));
+    // The helper alone would count the uid's host processes: left out, said.
+    let mut o = opts(&["true"]);
+    o.layers = Layers::Inner;
+    let p = plan(&o);
+    assert_eq!(nproc(&p), Some(serde_json::Value::Null));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("no nproc limit (4096 by default)")),
+        "{:?}",
+        p.notes
+    );
+}
+
 #[test]
 fn cwd_must_be_visible() {
     let fs = FakeFs::host();

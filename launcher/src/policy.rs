@@ -206,7 +206,19 @@ pub struct Profile {
     pub git: GitAccess,
     /// None: an eighth of the host's RAM (plan::default_tmpfs_size).
     pub tmpfs_size: Option<TmpfsSize>,
+    /// The helper's `nproc` rlimit when `rlimits` names none (built-in
+    /// profiles: [`DEFAULT_NPROC`]). Applied only under bwrap, where it counts
+    /// the sandbox's own processes and threads.
+    pub default_nproc: Option<u64>,
 }
+
+/// Processes and threads one sandbox may have at once, unless its profile's
+/// `rlimits` says otherwise. Without a limit a fork bomb takes every pid of
+/// the host (`kernel.pid_max` is 32 768 on many machines) until the run is
+/// killed. Inside bwrap's user namespace the kernel counts `RLIMIT_NPROC`
+/// per namespace, so this counts the sandbox's tasks only, not the uid's
+/// processes elsewhere.
+pub const DEFAULT_NPROC: u64 = 4096;
 
 /// The usr-merge roots: bound when present, recreated as symlinks when they are links.
 pub const SYSTEM_LIBS: &[&str] = &["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
@@ -243,6 +255,7 @@ fn base(name: &str) -> Profile {
         cache_root: None,
         git: GitAccess::Ro,
         tmpfs_size: None,
+        default_nproc: Some(DEFAULT_NPROC),
     }
 }
 
@@ -495,6 +508,8 @@ pub struct HelperPolicyInput<'a> {
     pub env_set: BTreeMap<String, String>,
     pub allow_injection: Vec<String>,
     pub user: Option<(u32, u32)>,
+    /// An `nproc` rlimit to add when the profile's `rlimits` has none.
+    pub default_nproc: Option<u64>,
 }
 
 /// The helper policy JSON (docs/policy.md).
@@ -537,8 +552,12 @@ pub fn helper_policy(i: &HelperPolicyInput) -> Value {
     if i.network == Network::Host {
         p["network"] = json!({"tcpBind": "any", "tcpConnect": "any"});
     }
-    if !i.profile.rlimits.is_empty() {
-        p["rlimits"] = Value::Object(i.profile.rlimits.clone());
+    let mut rlimits = i.profile.rlimits.clone();
+    if let Some(n) = i.default_nproc {
+        rlimits.entry("nproc").or_insert(json!(n));
+    }
+    if !rlimits.is_empty() {
+        p["rlimits"] = Value::Object(rlimits);
     }
     if let Some(s) = &i.profile.syscalls {
         p["syscalls"] = s.clone();
@@ -665,6 +684,7 @@ rlimits = { nofile = 256 }
             env_set: BTreeMap::new(),
             allow_injection: vec![],
             user: None,
+            default_nproc: None,
         };
         let p = helper_policy(&i);
         assert!(p.get("network").is_none());

@@ -2475,6 +2475,54 @@ fn scratch_tmpfs_are_bounded() {
     }
 }
 
+/// A fork bomb stops at the default task limit (4096): without one it takes
+/// every pid of the host (`kernel.pid_max` is 32 768 here) until the run is
+/// killed. Inside bwrap's user namespace the kernel counts the limit per
+/// namespace, so the uid's processes outside do not count (as cordon-test
+/// this run's own 200 host processes prove it). The control, `--layers
+/// outer` (bwrap sets no rlimits), forks all 4 200.
+#[test]
+fn fork_bomb_stops_at_the_task_limit() {
+    let probe = PathBuf::from(
+        std::env::var_os("CORDON_PROBE_BIN").expect("CORDON_PROBE_BIN (scripts/build)"),
+    );
+    let ws = workspace();
+    // cp in a process of its own: no write fd of ours can leak into a fork.
+    let st = Command::new("cp")
+        .arg(&probe)
+        .arg(ws.path().join("probe"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut host: Vec<std::process::Child> = (0..200)
+        .map(|_| Command::new("sleep").arg("30").spawn().unwrap())
+        .collect();
+    let run = |layers: &str| {
+        let (v, code) = json_run(
+            ws.path(),
+            &["--layers", layers],
+            &["./probe", "fork-bomb", "4200"],
+        );
+        (stdout_of(&v), code, v)
+    };
+    let (out, _, v) = run("both");
+    let (ctl, _, cv) = run("outer");
+    for c in &mut host {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let forked: usize = out
+        .strip_prefix("DENIED EAGAIN fork failed after ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not stopped by EAGAIN: {v}"));
+    assert!((4000..4096).contains(&forked), "forked {forked}: {v}");
+    assert!(
+        ctl.starts_with("ALLOWED forked 4200 children"),
+        "control: {cv}"
+    );
+}
+
 /// The sandbox's root and /dev are tmpfs that bwrap makes and the sandbox
 /// uid owns: read-only here, so nothing can be stored there (unbounded
 /// memory, and a place the inner layer alone would have to guard). The

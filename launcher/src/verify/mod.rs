@@ -135,7 +135,7 @@ pub fn traits(p: &Profile) -> Traits {
         network_host: p.network == Network::Host,
         host_root_visible: p.ro.iter().any(|r| r == Path::new("/")),
         git_writable: p.git == crate::policy::GitAccess::Rw,
-        nproc: limit_of(p, "nproc"),
+        nproc: limit_of(p, "nproc").or(p.default_nproc),
         as_bytes: limit_of(p, "as"),
     }
 }
@@ -647,7 +647,13 @@ mod tests {
         let t = traits(&crate::policy::builtin("trusted-maintenance").unwrap());
         assert!(t.network_host && t.host_root_visible);
         let t = traits(&crate::policy::builtin("default").unwrap());
-        assert_eq!(t, Traits::default());
+        assert_eq!(
+            t,
+            Traits {
+                nproc: Some(crate::policy::DEFAULT_NPROC),
+                ..Traits::default()
+            }
+        );
         let mut p = crate::policy::builtin("default").unwrap();
         p.rlimits
             .insert("nproc".into(), json!({"soft": 64, "hard": 128}));
