@@ -671,7 +671,12 @@ fn cmd_run(argv: &[String]) -> i32 {
         Ok(r) => {
             if json_out {
                 out_line(&result_json(&r, &prep).to_string());
-            } else if r.timed_out {
+            } else {
+                for g in &r.git_created {
+                    eprintln!("cordon: warning: {}", runner::git_created_note(g));
+                }
+            }
+            if !json_out && r.timed_out {
                 eprintln!(
                     "cordon: timed out after {}s; sandbox killed",
                     prep.plan.timeout.unwrap_or(0)

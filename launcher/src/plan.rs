@@ -352,6 +352,9 @@ pub struct Plan {
     pub best_effort_inner: bool,
     /// Skipped masks and other non-fatal decisions.
     pub notes: Vec<String>,
+    /// `.git` paths the read-only protection would cover but that did not
+    /// exist when the run started: the runner reports any the command made.
+    pub git_absent: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -588,6 +591,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // With `--git rw` the same walk still finds a linked worktree's git
     // directories, so git works there (read-only outside writable paths).
     let git_ro = opts.git.unwrap_or(profile.git) == GitAccess::Ro;
+    let mut git_absent = Vec::new();
     {
         let mut candidates: Vec<PathBuf> = writable.iter().map(|w| w.join(".git")).collect();
         // The repository the command starts in, when `--cwd` is nested in a
@@ -639,6 +643,10 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                         try_: true,
                     })
                 }
+                // Nothing to mount over: a repository the command makes here
+                // would be the host's problem after the run, so it is looked
+                // for then (runner::git_created).
+                None if git_ro => git_absent.push(git),
                 Some(Kind::Symlink) if git_ro => notes.push(format!(
                     "{} is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; replace the link with a `.git` file holding `gitdir: TARGET`, which is mounted read-only",
                     git.display()
@@ -1245,6 +1253,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         mounts,
         best_effort_inner: best_effort,
         notes,
+        git_absent,
     })
 }
 

@@ -516,6 +516,8 @@ fn git_dirs_of_writable_paths_are_read_only() {
         );
     }
     assert!(!a.iter().any(|x| x == "/work/plain/.git"), "{a:?}");
+    // Where there is none, the runner looks for one the command made.
+    assert_eq!(p.git_absent, [PathBuf::from("/work/plain/.git")]);
     // Said in the result's notes (and `explain`), for a runtime to pass on.
     assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
     assert!(
@@ -533,6 +535,7 @@ fn git_dirs_of_writable_paths_are_read_only() {
         "{:?}",
         p.bwrap_argv
     );
+    assert!(p.git_absent.is_empty(), "{:?}", p.git_absent);
     let mut prof = builtin("default").unwrap();
     prof.git = GitAccess::Rw;
     let p = build(&prof, &o, &host(1000), &fs).unwrap();

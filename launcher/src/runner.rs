@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -71,8 +71,31 @@ pub struct SandboxResult {
     pub enforcement: Enforcement,
     pub degraded: Vec<String>,
     pub notes: Vec<String>,
+    /// `.git` entries the command created at the top of a writable path
+    /// (`Plan::git_absent`): git run there on the host would take its hooks
+    /// and config from them.
+    pub git_created: Vec<PathBuf>,
     /// bwrap was started before the plan was finished (`cli::prepare`).
     pub early_launch: bool,
+}
+
+/// The `.git`s the command made where none was when it started (one
+/// `lstat` each; a repository the command makes deeper down is not looked
+/// for: that would be a scan of the workspace on every run).
+fn git_created(plan: &Plan) -> Vec<PathBuf> {
+    plan.git_absent
+        .iter()
+        .filter(|g| std::fs::symlink_metadata(g).is_ok())
+        .cloned()
+        .collect()
+}
+
+/// What the caller should know about a `.git` the command created.
+pub fn git_created_note(g: &Path) -> String {
+    format!(
+        "the command created {}: git used there on the host runs its hooks and config (core.fsmonitor, core.pager, …) with your rights; inspect or delete it first",
+        g.display()
+    )
 }
 
 // --- signals and cleanup -------------------------------------------------------------
@@ -1144,8 +1167,12 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         duration_ms: start.elapsed().as_millis() as u64,
         uid: plan.uid,
         notes: plan.notes.clone(),
+        git_created: git_created(plan),
         ..Default::default()
     };
+    for g in &result.git_created {
+        result.notes.push(git_created_note(g));
+    }
     let report_v = first_json_line(&report.data);
     let info_v = first_json_line(&info.data);
     if !timed_out && interrupted.is_none() {

@@ -2680,6 +2680,76 @@ fn symlinked_git_dir_is_said_on_the_terminal() {
     );
 }
 
+/// A repository the command makes at the top of a workspace that had none
+/// cannot be mounted over beforehand, and the host's git (or a shell prompt
+/// that runs it) would take its hooks and config from it: the result names
+/// it (`git_created`, a note) and a terminal run warns. Controls: the same
+/// run without the `git init`, and with `--git rw` (the caller's choice),
+/// report nothing; a `.git` that was there is read-only and not reported.
+#[test]
+fn a_git_dir_the_command_creates_is_reported() {
+    let make = "git init -q . && echo made";
+    for (extra, script, reported) in [
+        (&[][..], make, true),
+        (&["--layers", "outer"][..], make, true),
+        (&[][..], "echo made", false),
+        (&["--git", "rw"][..], make, false),
+    ] {
+        let ws = workspace();
+        let (v, code) = json_run(ws.path(), extra, &["sh", "-c", script]);
+        assert_eq!(code, 0, "{extra:?}: {v}");
+        assert!(stdout_of(&v).contains("made"), "{extra:?}: {v}");
+        let git = ws.path().join(".git");
+        let created: Vec<&str> = v["git_created"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no git_created: {v}"))
+            .iter()
+            .filter_map(|x| x.as_str())
+            .collect();
+        let note = v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x.as_str())
+            .any(|n| n.starts_with(&format!("the command created {}: ", git.display())));
+        if reported {
+            assert!(git.join("config").is_file(), "{extra:?}: {v}");
+            assert_eq!(created, [git.to_str().unwrap()], "{extra:?}: {v}");
+            assert!(note, "{extra:?}: {v}");
+        } else {
+            assert!(created.is_empty() && !note, "{extra:?}: {v}");
+        }
+    }
+    // A `.git` there from the start: read-only, nothing created.
+    let ws = workspace();
+    let git = ws.path().join(".git");
+    std::fs::create_dir(&git).unwrap();
+    let (v, code) = json_run(ws.path(), &[], &["sh", "-c", "git init -q . ; echo done"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["git_created"], serde_json::json!([]), "{v}");
+    assert!(std::fs::read_dir(&git).unwrap().next().is_none(), "{v}");
+    // On a terminal run, a warning on stderr.
+    let ws = workspace();
+    let out = run(&[
+        "run",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "mkdir .git",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cordon: warning: the command created {}/.git: ",
+            ws.path().display()
+        )),
+        "{stderr}"
+    );
+}
+
 /// A terminal resize reaches the command: SIGWINCH to the launcher is passed
 /// to the sandbox's processes (the command runs in a session of its own, so
 /// the kernel's SIGWINCH stops at the launcher's process group), and it
