@@ -436,33 +436,134 @@ struct LinkedGit {
     /// The common directory that one names in its `commondir` file (a
     /// linked worktree's main `.git`).
     common: Option<PathBuf>,
-    /// The git directory's own `gitdir` file names this `.git` file back, as
-    /// git writes it for a linked worktree. A `.git` file alone proves
-    /// nothing: a command could have written it in an earlier run.
-    points_back: bool,
+    /// A symlink in a writable path on the way to either: the command can
+    /// re-point it, and git on the host would follow it.
+    link: Option<PathBuf>,
 }
 
-fn linked_git(fs: &dyn Fs, file: &Path) -> Option<LinkedGit> {
+fn linked_git(fs: &dyn Fs, file: &Path, writable: &[PathBuf]) -> Option<LinkedGit> {
     let first_line = |p: &Path| -> Option<String> {
         let t = fs.read_head(p, 4096).ok()?;
         let line = std::str::from_utf8(&t).ok()?.lines().next()?.trim_end();
         (!line.is_empty()).then(|| line.to_string())
     };
-    let dir = |base: &Path, rel: &str| -> Option<PathBuf> {
-        let real = fs.canonicalize(&base.join(rel)).ok()?;
+    let mut link = None;
+    let mut dir = |base: &Path, rel: &str| -> Option<PathBuf> {
+        let named = base.join(rel);
+        link = link
+            .take()
+            .or_else(|| redirectable_link(fs, &named, writable));
+        let real = fs.canonicalize(&named).ok()?;
         (fs.lstat(&real)?.kind == Kind::Dir).then_some(real)
     };
     let base = file.parent()?;
     let gitdir = dir(base, first_line(file)?.strip_prefix("gitdir: ")?)?;
     let common = first_line(&gitdir.join("commondir")).and_then(|c| dir(&gitdir, &c));
-    let points_back = first_line(&gitdir.join("gitdir"))
-        .and_then(|b| fs.canonicalize(Path::new(&b)).ok())
-        .is_some_and(|b| paths::same(&b, file));
     Some(LinkedGit {
         gitdir,
         common,
-        points_back,
+        link,
     })
+}
+
+/// The working trees of the submodules whose git directories are kept in
+/// `gitdir/modules` (as `git submodule` keeps them), from the
+/// `core.worktree` of each one's config, nested ones included. Bounded
+/// (depth 6, 256 directories), and one `lstat` when there are none.
+fn submodule_trees(fs: &dyn Fs, gitdir: &Path) -> Vec<PathBuf> {
+    let mut trees = Vec::new();
+    let mut stack = vec![(gitdir.join("modules"), 0)];
+    let mut seen = 0;
+    while let Some((dir, depth)) = stack.pop() {
+        if depth > 6 || seen >= 256 || fs.lstat(&dir).map(|m| m.kind) != Some(Kind::Dir) {
+            continue;
+        }
+        seen += 1;
+        let config = fs.read_head(&dir.join("config"), 64 << 10).ok();
+        match config.as_deref().and_then(core_worktree) {
+            // A submodule's git directory: its tree, and its own submodules.
+            Some(w) => {
+                trees.push(lexical(&dir.join(w)));
+                stack.push((dir.join("modules"), depth + 1));
+            }
+            // A directory of names with a `/` (`modules/lib/foo`).
+            None if config.is_none() => {
+                for name in fs.read_dir(&dir).unwrap_or_default() {
+                    stack.push((dir.join(name), depth + 1));
+                }
+            }
+            None => {}
+        }
+    }
+    trees
+}
+
+/// `p` with `.` and `..` taken off by name: right for a path whose
+/// directories before each `..` are real (here, inside a git directory).
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut q = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                q.pop();
+            }
+            Component::CurDir => {}
+            c => q.push(c),
+        }
+    }
+    q
+}
+
+/// `core.worktree` of a git config file, as git writes it for a submodule.
+fn core_worktree(config: &[u8]) -> Option<String> {
+    let mut in_core = false;
+    for line in std::str::from_utf8(config).ok()?.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line.eq_ignore_ascii_case("[core]");
+        } else if in_core {
+            if let Some((k, v)) = line.split_once('=') {
+                if k.trim().eq_ignore_ascii_case("worktree") {
+                    let v = v.trim();
+                    return Some(
+                        v.strip_prefix('"')
+                            .and_then(|v| v.strip_suffix('"'))
+                            .unwrap_or(v)
+                            .to_string(),
+                    );
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The first symlink `p` passes through that lies in a writable path, where
+/// the command could point it elsewhere. Links outside writable paths are
+/// followed (the command cannot change them), so `..` after one is taken
+/// from where it leads, as the kernel does.
+fn redirectable_link(fs: &dyn Fs, p: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut q = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                q.pop();
+            }
+            Component::Normal(n) => {
+                q.push(n);
+                if fs.lstat(&q)?.kind == Kind::Symlink {
+                    if writable.iter().any(|w| paths::is_under(&q, w)) {
+                        return Some(q);
+                    }
+                    q = fs.canonicalize(&q).ok()?;
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Build the plan.
@@ -588,8 +689,6 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // asked otherwise: git runs its hooks and config on the host
     // (policy::GitAccess). bwrap enforces it alone: Landlock rights reach the
     // whole tree below a rule and cannot be taken back for one child.
-    // With `--git rw` the same walk still finds a linked worktree's git
-    // directories, so git works there (read-only outside writable paths).
     let git_ro = opts.git.unwrap_or(profile.git) == GitAccess::Ro;
     let mut git_absent = Vec::new();
     {
@@ -614,7 +713,9 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
             }
         }
         let mut linked: Vec<(LinkedGit, PathBuf)> = Vec::new();
-        for git in candidates {
+        let mut next = 0;
+        while let Some(git) = candidates.get(next).cloned() {
+            next += 1;
             // `--rw WS/.git` (or a path in it): the caller asked for it writable.
             // Already read-only by name (`--ro WS/.git`): mounted once.
             if writable.iter().any(|o| paths::is_under(o, &git))
@@ -627,12 +728,33 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 // rewritten, it could name one the command made.
                 Some(k @ (Kind::Dir | Kind::File)) => {
                     if k == Kind::File {
-                        if let Some(l) = linked_git(fs, &git) {
+                        if let Some(l) = linked_git(fs, &git, &writable) {
                             linked.push((l, git.clone()));
                         }
                     }
                     if !git_ro {
                         continue;
+                    }
+                    // `git status` here recurses into each checked-out
+                    // submodule, through the `.git` in its working tree.
+                    if k == Kind::Dir {
+                        for tree in submodule_trees(fs, &git) {
+                            let sub = tree.join(".git");
+                            if !writable.iter().any(|w| paths::is_under(&sub, w))
+                                || candidates.contains(&sub)
+                            {
+                                continue;
+                            }
+                            match redirectable_link(fs, &sub, &writable) {
+                                Some(link) => notes.push(format!(
+                                    "{} (a submodule of {}) is reached through {}, which is a symlink and stays writable: the command could point it at a git directory of its own, which git status on the host would use",
+                                    sub.display(),
+                                    git.display(),
+                                    link.display()
+                                )),
+                                None => candidates.push(sub),
+                            }
+                        }
                     }
                     notes.push(format!(
                         "{} is read-only: git runs its hooks and config on the host; git commands that write it (commit, add, checkout) fail with EROFS; --git rw makes it writable",
@@ -646,7 +768,20 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 // Nothing to mount over: a repository the command makes here
                 // would be the host's problem after the run, so it is looked
                 // for then (runner::git_created).
-                None if git_ro => git_absent.push(git),
+                None if git_ro => match git.parent() {
+                    // Already a git directory (a bare repository): nothing
+                    // of it can be held apart from the rest.
+                    Some(dir)
+                        if fs.lstat(&dir.join("HEAD")).is_some()
+                            && fs.lstat(&dir.join("objects")).is_some() =>
+                    {
+                        notes.push(format!(
+                        "{} is a git directory (HEAD, objects/): its hooks and config stay writable, and git used there on the host runs them",
+                        dir.display()
+                    ))
+                    }
+                    _ => git_absent.push(git),
+                },
                 Some(Kind::Symlink) if git_ro => notes.push(format!(
                     "{} is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; replace the link with a `.git` file holding `gitdir: TARGET`, which is mounted read-only",
                     git.display()
@@ -656,13 +791,22 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         }
         // The git directory a `.git` file names (a linked worktree's, a
         // submodule's) and the common one it shares are read-only too: in a
-        // writable path they would be as open as `.git` itself. Outside every
-        // mounted path they are mounted, so git works in a linked worktree,
-        // but only when the git directory names this file back: otherwise a
-        // `.git` file a command wrote in an earlier run could show it any
-        // directory on the host.
+        // writable path they would be as open as `.git` itself. One that no
+        // mount shows stays unmounted: the `.git` file and whatever it names
+        // may have been written by a command in an earlier run (with another
+        // workspace), so they never widen what a run sees; the caller can
+        // name it with `--ro`.
         for (l, file) in linked {
-            let trusted = l.points_back && !writable.iter().any(|w| paths::is_under(&l.gitdir, w));
+            if let Some(link) = &l.link {
+                if git_ro {
+                    notes.push(format!(
+                        "{} reaches its git directory through {}, which is a symlink and stays writable: the command could point it at a git directory of its own, whose hooks and config would run when git is used here on the host; write the real path into {}",
+                        file.display(),
+                        link.display(),
+                        file.display()
+                    ));
+                }
+            }
             for d in l.common.into_iter().chain([l.gitdir]) {
                 let in_writable = writable.iter().any(|w| paths::is_under(&d, w));
                 // Named writable by the caller (`--rw MAIN/.git`): theirs.
@@ -672,32 +816,20 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 {
                     continue;
                 }
-                if !trusted && !in_writable {
+                if !in_writable {
                     notes.push(format!(
-                        "{} names {}, which is not mounted: it is not a worktree of it (its `gitdir` file does not name {} back), so git will not find the repository",
+                        "{} names {}, which is not mounted, so git will not find the repository: if this is your worktree, pass --ro {} (and --git rw --rw {} to commit)",
                         file.display(),
                         d.display(),
-                        file.display()
-                    ));
-                    continue;
-                }
-                if sensitive(&d, &all_creds) && !shown(&d, &profile.show) {
-                    notes.push(format!(
-                        "{} names {}, which is hidden and not mounted",
-                        file.display(),
+                        d.display(),
                         d.display()
                     ));
                     continue;
                 }
                 notes.push(format!(
-                    "{} (named by {}) is mounted read-only{}",
+                    "{} (named by {}) is read-only: git runs its hooks and config on the host",
                     d.display(),
-                    file.display(),
-                    if git_ro {
-                        ""
-                    } else {
-                        "; pass --rw with it to commit"
-                    }
+                    file.display()
                 ));
                 roots.push(RoRoot {
                     path: d,

@@ -652,63 +652,47 @@ fn git_dirs_named_by_a_git_file() {
         fs.text("/srv/main/.git/worktrees/ws/gitdir", back);
         fs
     };
+    // A worktree whose repository no mount shows: the `.git` file is held,
+    // and nothing it names is mounted, whether or not the git directory names
+    // the file back (a command may have written both, in runs with other
+    // workspaces, to be shown any directory here). The note says how to
+    // show it.
+    for back in ["/work/ws/.git\n", "/work/elsewhere/.git\n"] {
+        let fs = worktree(back);
+        let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+        let a = &p.bwrap_argv;
+        assert!(
+            pos(a, &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]).is_some(),
+            "{a:?}"
+        );
+        assert!(!a.iter().any(|x| x.starts_with("/srv")), "{a:?}");
+        let pol = p.helper_policy.as_ref().unwrap();
+        assert!(!pol.to_string().contains("/srv"), "{pol}");
+        assert!(
+            p.notes.iter().any(|n| n
+                == "/work/ws/.git names /srv/main/.git, which is not mounted, so git will not find the repository: if this is your worktree, pass --ro /srv/main/.git (and --git rw --rw /srv/main/.git to commit)"),
+            "{:?}",
+            p.notes
+        );
+    }
+    // Named by the caller: shown read-only (one mount; the git directory is
+    // inside it), or writable with `--rw`.
     let fs = worktree("/work/ws/.git\n");
-    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    let mut o = opts(&["true"]);
+    o.ro.push("/srv/main/.git".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
     let a = &p.bwrap_argv;
-    assert!(
-        pos(a, &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]).is_some(),
+    assert_eq!(
+        a.iter().filter(|x| *x == "/srv/main/.git").count(),
+        2,
         "{a:?}"
     );
-    assert!(
-        pos(a, &["--ro-bind-try", "/srv/main/.git", "/srv/main/.git"]).is_some(),
-        "{a:?}"
-    );
-    // The git directory is inside the common one: one mount.
     assert!(
         !a.iter().any(|x| x == "/srv/main/.git/worktrees/ws"),
         "{a:?}"
     );
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n == "/srv/main/.git (named by /work/ws/.git) is mounted read-only"),
-        "{:?}",
-        p.notes
-    );
-    // Landlock lets the helper read it too.
-    let pol = p.helper_policy.as_ref().unwrap();
-    assert!(
-        pol["filesystem"]["allow"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["path"] == "/srv/main/.git" && r["access"] == "execute"),
-        "{pol}"
-    );
-
-    // `--git rw`: the worktree's own `.git` file stays writable, and git
-    // still finds its repository, read-only, with a hint.
     let mut o = opts(&["true"]);
     o.git = Some(GitAccess::Rw);
-    let p = plan_with(&fs, &o, 1000).unwrap();
-    assert!(
-        !p.bwrap_argv.iter().any(|x| x == "/work/ws/.git"),
-        "{:?}",
-        p.bwrap_argv
-    );
-    assert!(pos(
-        &p.bwrap_argv,
-        &["--ro-bind-try", "/srv/main/.git", "/srv/main/.git"]
-    )
-    .is_some());
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.ends_with("is mounted read-only; pass --rw with it to commit")),
-        "{:?}",
-        p.notes
-    );
-    // ... and `--rw` of the main `.git` makes it writable, once.
     o.rw.push("/srv/main/.git".into());
     let p = plan_with(&fs, &o, 1000).unwrap();
     assert!(
@@ -729,28 +713,12 @@ fn git_dirs_named_by_a_git_file() {
         "{:?}",
         p.bwrap_argv
     );
-
-    // A `.git` file whose git directory does not name it back (one a
-    // command could have written in an earlier run): nothing more shown.
-    let fs = worktree("/work/elsewhere/.git\n");
-    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    // `--git rw`: the worktree's own `.git` file stays writable.
     assert!(
-        !p.bwrap_argv.iter().any(|x| x.starts_with("/srv")),
+        !p.bwrap_argv.iter().any(|x| x == "/work/ws/.git"),
         "{:?}",
         p.bwrap_argv
     );
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.starts_with("/work/ws/.git names /srv/main/.git, which is not mounted")),
-        "{:?}",
-        p.notes
-    );
-    assert!(pos(
-        &p.bwrap_argv,
-        &["--ro-bind-try", "/work/ws/.git", "/work/ws/.git"]
-    )
-    .is_some());
 
     // A git directory inside the workspace is held like `.git`, and the
     // common directory it names outside is not shown on its word.
@@ -771,6 +739,128 @@ fn git_dirs_named_by_a_git_file() {
     .unwrap();
     assert!(r > b, "{a:?}");
     assert!(!a.iter().any(|x| x == "/srv"), "{a:?}");
+
+    // Reached through a symlink in the workspace: the real directory is
+    // held, but the link could be re-pointed, which a note says (on the
+    // terminal too: cli.rs picks notes by " is a symlink and stays writable").
+    let mut fs = FakeFs::host();
+    fs.text("/work/ws/.git", "gitdir: .store/repo\n");
+    fs.link("/work/ws/.store", ".store-real");
+    fs.dir("/work/ws/.store-real");
+    fs.dir("/work/ws/.store-real/repo");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    assert!(pos(
+        &p.bwrap_argv,
+        &[
+            "--ro-bind-try",
+            "/work/ws/.store-real/repo",
+            "/work/ws/.store-real/repo"
+        ]
+    )
+    .is_some());
+    assert!(
+        p.notes.iter().any(|n| n.starts_with(
+            "/work/ws/.git reaches its git directory through /work/ws/.store, which is a symlink and stays writable"
+        )),
+        "{:?}",
+        p.notes
+    );
+    // A link outside every writable path is the host's: followed, no note.
+    let mut fs = FakeFs::host();
+    fs.text("/work/ws/.git", "gitdir: /srv/link/wt\n");
+    fs.dir("/srv");
+    fs.link("/srv/link", "/work/ws/store");
+    fs.dir("/work/ws/store");
+    fs.dir("/work/ws/store/wt");
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    assert!(pos(
+        &p.bwrap_argv,
+        &["--ro-bind-try", "/work/ws/store/wt", "/work/ws/store/wt"]
+    )
+    .is_some());
+    assert!(
+        !p.notes.iter().any(|n| n.contains("symlink")),
+        "{:?}",
+        p.notes
+    );
+}
+
+/// `git status` recurses into each checked-out submodule through the `.git`
+/// in its working tree, so those are held too: found from the git
+/// directories in `.git/modules` (read-only, so the command cannot hide one),
+/// nested ones and names with a `/` included. A submodule not checked out is
+/// looked for after the run; one reached through a symlink gets a note.
+#[test]
+fn submodule_git_files_are_read_only() {
+    let mut fs = FakeFs::host();
+    for d in [
+        "/work/ws/.git",
+        "/work/ws/.git/modules",
+        "/work/ws/.git/modules/lib",
+        "/work/ws/.git/modules/lib/modules",
+        "/work/ws/.git/modules/lib/modules/deep",
+        "/work/ws/.git/modules/vendor",
+        "/work/ws/.git/modules/vendor/x",
+        "/work/ws/.git/modules/linked",
+        "/work/ws/lib",
+        "/work/ws/lib/deep",
+        "/work/ws/vendor",
+        "/work/ws/vendor/x",
+        "/work/ws/real",
+    ] {
+        fs.dir(d);
+    }
+    fs.text(
+        "/work/ws/.git/modules/lib/config",
+        "[core]\n\tbare = false\n\tworktree = ../../../lib\n",
+    );
+    fs.text(
+        "/work/ws/.git/modules/lib/modules/deep/config",
+        "[core]\n\tworktree = ../../../../../lib/deep\n",
+    );
+    fs.text(
+        "/work/ws/.git/modules/vendor/x/config",
+        "[remote \"origin\"]\n\tworktree = nope\n[Core]\n\tWorktree = \"../../../../vendor/x\"\n",
+    );
+    fs.text(
+        "/work/ws/.git/modules/linked/config",
+        "[core]\n\tworktree = ../../../lnk\n",
+    );
+    fs.link("/work/ws/lnk", "real");
+    fs.text("/work/ws/lib/.git", "gitdir: ../.git/modules/lib\n");
+    fs.dir("/work/ws/lib/deep/.git"); // an embedded one
+    let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
+    let a = &p.bwrap_argv;
+    for g in [
+        "/work/ws/.git",
+        "/work/ws/lib/.git",
+        "/work/ws/lib/deep/.git",
+    ] {
+        assert!(pos(a, &["--ro-bind-try", g, g]).is_some(), "{g}: {a:?}");
+    }
+    // The submodule's git directory is inside `.git`: no mount of its own.
+    assert!(!a.iter().any(|x| x == "/work/ws/.git/modules/lib"), "{a:?}");
+    assert_eq!(p.git_absent, [PathBuf::from("/work/ws/vendor/x/.git")]);
+    assert!(
+        p.notes.iter().any(|n| n.starts_with(
+            "/work/ws/lnk/.git (a submodule of /work/ws/.git) is reached through /work/ws/lnk, which is a symlink and stays writable"
+        )),
+        "{:?}",
+        p.notes
+    );
+    assert!(!a.iter().any(|x| x.contains("real")), "{a:?}");
+    // `--git rw`: none of it.
+    let mut o = opts(&["true"]);
+    o.git = Some(GitAccess::Rw);
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    assert!(!p.bwrap_argv.iter().any(|x| x.ends_with("/.git")));
+    assert!(p.git_absent.is_empty());
+    // No `modules`: one lstat, nothing more.
+    assert!(submodule_trees(&FakeFs::host(), Path::new("/work/ws/.git")).is_empty());
+    assert_eq!(
+        core_worktree(b"[core]\nworktree=/abs/x\n").as_deref(),
+        Some("/abs/x")
+    );
 }
 
 /// Scratch tmpfs are sized (their pages are host memory the OOM killer does

@@ -79,23 +79,39 @@ pub struct SandboxResult {
     pub early_launch: bool,
 }
 
-/// The `.git`s the command made where none was when it started (one
-/// `lstat` each; a repository the command makes deeper down is not looked
-/// for: that would be a scan of the workspace on every run).
+/// The git directories the command made where none was when it started:
+/// a `.git`, or the directory itself turned into one (`HEAD`, `objects/`,
+/// `refs/`: git takes it for a bare repository). One or two `lstat`s for
+/// each; one the command makes deeper down is not looked for: that would be
+/// a scan of the workspace on every run.
 fn git_created(plan: &Plan) -> Vec<PathBuf> {
+    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
     plan.git_absent
         .iter()
-        .filter(|g| std::fs::symlink_metadata(g).is_ok())
-        .cloned()
+        .filter_map(|g| {
+            if exists(g) {
+                return Some(g.clone());
+            }
+            let dir = g.parent()?;
+            ["HEAD", "objects", "refs"]
+                .iter()
+                .all(|n| exists(&dir.join(n)))
+                .then(|| dir.to_path_buf())
+        })
         .collect()
 }
 
-/// What the caller should know about a `.git` the command created.
+/// What the caller should know about a git directory the command created.
 pub fn git_created_note(g: &Path) -> String {
-    format!(
-        "the command created {}: git used there on the host runs its hooks and config (core.fsmonitor, core.pager, …) with your rights; inspect or delete it first",
-        g.display()
-    )
+    let what = if g.file_name().is_some_and(|n| n == ".git") {
+        format!("the command created {}", g.display())
+    } else {
+        format!(
+            "the command made {} a git directory (HEAD, objects/, refs/)",
+            g.display()
+        )
+    };
+    format!("{what}: git used there on the host runs its hooks and config (core.fsmonitor, core.pager, …) with your rights; inspect or delete it first")
 }
 
 // --- signals and cleanup -------------------------------------------------------------

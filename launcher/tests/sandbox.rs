@@ -2587,25 +2587,33 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A linked worktree: its `.git` file names a git directory inside the main
-/// repository's `.git`, outside the workspace. Mounted read-only (git works,
-/// commits fail), but only because that directory names the worktree back:
-/// a `.git` file planted by an earlier run shows nothing. `--git rw` with
-/// `--rw MAIN/.git` (the control) commits.
+/// repository's `.git`, outside the workspace. Nothing a `.git` file names
+/// is mounted on its word: a command can write one, and a git directory
+/// that names it back, in runs with other workspaces, and was then shown any
+/// directory of the host (a red-team finding: `commondir` naming the home).
+/// So git finds the repository only when the caller names it: `--ro
+/// MAIN/.git` reads (commits fail), `--git rw --rw MAIN/.git` (the control)
+/// commits.
 #[test]
-fn linked_worktree_git_reads_but_cannot_write() {
+fn linked_worktree_git_shows_only_what_is_named() {
     let root = workspace();
     let main = root.path().join("main");
     std::fs::create_dir(&main).unwrap();
     git(&main, &["init", "-q"]);
     git(&main, &["commit", "-q", "--allow-empty", "-m", "first"]);
     git(&main, &["worktree", "add", "-q", "../wt"]);
+    // The forgery: a git directory elsewhere that names `forged/.git` back
+    // and whose `commondir` is a private directory.
     let forged = root.path().join("forged");
-    std::fs::create_dir(&forged).unwrap();
-    std::fs::write(
-        forged.join(".git"),
-        format!("gitdir: {}/.git\n", main.display()),
-    )
-    .unwrap();
+    let fake = root.path().join("fake");
+    let private = root.path().join("private");
+    for d in [&forged, &fake, &private] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(private.join("notes.txt"), "TOP-SECRET\n").unwrap();
+    std::fs::write(forged.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
+    std::fs::write(fake.join("gitdir"), format!("{}/.git\n", forged.display())).unwrap();
+    std::fs::write(fake.join("commondir"), format!("{}\n", private.display())).unwrap();
     if is_root() {
         let st = Command::new("chown")
             .args(["-R", "65534:65534"])
@@ -2618,9 +2626,24 @@ fn linked_worktree_git_reads_but_cannot_write() {
     let head = || git(&wt, &["rev-parse", "HEAD"]);
     let before = head();
     let main_git = main.join(".git");
-    let commit = "git log --format=%s; git -c user.name=t -c user.email=t@example.invalid commit -q --allow-empty -m second 2>&1; echo commit=$?";
+    let commit = "git log --format=%s 2>&1; git -c user.name=t -c user.email=t@example.invalid commit -q --allow-empty -m second 2>&1; echo commit=$?";
 
     let (v, code) = json_run(&wt, &[], &["sh", "-c", commit]);
+    assert_eq!(code, 0, "{v}");
+    let out = stdout_of(&v);
+    assert!(out.contains("not a git repository"), "{v}");
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains(&format!("pass --ro {}", main_git.display())),
+        "{v}"
+    );
+
+    let (v, code) = json_run(
+        &wt,
+        &["--ro", main_git.to_str().unwrap()],
+        &["sh", "-c", commit],
+    );
     assert_eq!(code, 0, "{v}");
     let out = stdout_of(&v);
     assert!(out.starts_with("first\n"), "git reads its repository: {v}");
@@ -2636,13 +2659,17 @@ fn linked_worktree_git_reads_but_cannot_write() {
         &[
             "sh",
             "-c",
-            &format!("test -e {}/HEAD; echo seen=$?", main_git.display()),
+            &format!(
+                "cat {}/notes.txt; echo read=$?; test -e {}; echo seen=$?",
+                private.display(),
+                fake.display()
+            ),
         ],
     );
+    let out = stdout_of(&v);
     assert!(
-        stdout_of(&v).contains("seen=1"),
-        "a forged .git file showed {}: {v}",
-        main_git.display()
+        !out.contains("TOP-SECRET") && out.contains("read=1") && out.contains("seen=1"),
+        "a forged .git file showed a host directory: {v}"
     );
 
     let (v, code) = json_run(
@@ -2653,6 +2680,72 @@ fn linked_worktree_git_reads_but_cannot_write() {
     assert_eq!(code, 0, "{v}");
     assert!(stdout_of(&v).contains("commit=0"), "control: {v}");
     assert_ne!(head(), before, "control: no commit");
+}
+
+/// `git status` at the top of a checkout recurses into each checked-out
+/// submodule through the `.git` file in the submodule's working tree (a
+/// red-team finding): rewritten to name a git directory the command made,
+/// its `core.fsmonitor` ran on the host. Those files are held read-only with
+/// `.git`; the control (`--git rw`) shows the attack landing and the host's
+/// `git status` running the planted command.
+#[test]
+fn submodule_git_files_stay_out_of_reach() {
+    for (extra, blocked) in [
+        (&[][..], true),
+        (&["--layers", "outer"][..], true),
+        (&["--git", "rw"][..], false),
+    ] {
+        let root = workspace();
+        let lib = root.path().join("lib");
+        let ws = root.path().join("ws");
+        for d in [&lib, &ws] {
+            std::fs::create_dir(d).unwrap();
+            git(d, &["init", "-q"]);
+            git(d, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        }
+        git(
+            &ws,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "-q",
+                "add",
+                lib.to_str().unwrap(),
+                "lib",
+            ],
+        );
+        git(&ws, &["commit", "-q", "-m", "sub"]);
+        if is_root() {
+            let st = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(root.path())
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let pwned = ws.join("pwned");
+        let script = format!(
+            "mkdir evil && cp -r .git/modules/lib/. evil/ && \
+             git config -f evil/config core.fsmonitor 'touch {}; false' && \
+             git config -f evil/config --unset core.worktree; \
+             echo 'gitdir: ../evil' > lib/.git; echo rewrite=$?",
+            pwned.display()
+        );
+        let (v, code) = json_run(&ws, extra, &["sh", "-c", &script]);
+        assert_eq!(code, 0, "{extra:?}: {v}");
+        let out = stdout_of(&v);
+        let gitfile = std::fs::read_to_string(ws.join("lib/.git")).unwrap();
+        git(&ws, &["status", "--short"]);
+        if blocked {
+            assert!(out.contains("rewrite=2"), "{extra:?}: {v}");
+            assert_eq!(gitfile, "gitdir: ../.git/modules/lib\n", "{extra:?}");
+            assert!(!pwned.exists(), "{extra:?}: the planted fsmonitor ran");
+        } else {
+            assert!(out.contains("rewrite=0"), "control: {v}");
+            assert!(pwned.exists(), "control: host git status ran nothing");
+        }
+    }
 }
 
 /// A symlinked `.git` cannot be held read-only (the command could repoint
@@ -2678,6 +2771,23 @@ fn symlinked_git_dir_is_said_on_the_terminal() {
         )),
         "{stderr}"
     );
+    // A `.git` file whose git directory is reached through a symlink in the
+    // workspace (a red-team finding): the link could be re-pointed.
+    let ws = workspace();
+    let w = ws.path();
+    std::fs::create_dir_all(w.join(".store-real/repo")).unwrap();
+    std::os::unix::fs::symlink(".store-real", w.join(".store")).unwrap();
+    std::fs::write(w.join(".git"), "gitdir: .store/repo\n").unwrap();
+    let out = run(&["run", "--workspace", w.to_str().unwrap(), "--", "true"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cordon: note: {0}/.git reaches its git directory through {0}/.store, which is a symlink and stays writable",
+            w.display()
+        )),
+        "{stderr}"
+    );
 }
 
 /// A repository the command makes at the top of a workspace that had none
@@ -2694,12 +2804,23 @@ fn a_git_dir_the_command_creates_is_reported() {
         (&["--layers", "outer"][..], make, true),
         (&[][..], "echo made", false),
         (&["--git", "rw"][..], make, false),
+        // No `.git`: the workspace itself made a bare repository.
+        (
+            &[][..],
+            "git init -q --bare . && git config core.bare false && echo made",
+            true,
+        ),
     ] {
         let ws = workspace();
         let (v, code) = json_run(ws.path(), extra, &["sh", "-c", script]);
         assert_eq!(code, 0, "{extra:?}: {v}");
         assert!(stdout_of(&v).contains("made"), "{extra:?}: {v}");
-        let git = ws.path().join(".git");
+        let bare = script.contains("--bare");
+        let git = if bare {
+            ws.path().to_path_buf()
+        } else {
+            ws.path().join(".git")
+        };
         let created: Vec<&str> = v["git_created"]
             .as_array()
             .unwrap_or_else(|| panic!("no git_created: {v}"))
@@ -2711,7 +2832,13 @@ fn a_git_dir_the_command_creates_is_reported() {
             .unwrap()
             .iter()
             .filter_map(|x| x.as_str())
-            .any(|n| n.starts_with(&format!("the command created {}: ", git.display())));
+            .any(|n| {
+                n.starts_with(&format!("the command created {}: ", git.display()))
+                    || n.starts_with(&format!(
+                        "the command made {} a git directory (HEAD, objects/, refs/): ",
+                        git.display()
+                    ))
+            });
         if reported {
             assert!(git.join("config").is_file(), "{extra:?}: {v}");
             assert_eq!(created, [git.to_str().unwrap()], "{extra:?}: {v}");
