@@ -639,6 +639,10 @@ pub struct Launched {
     err_r: Option<OwnedFd>,
     out_r: Option<OwnedFd>,
     in_w: Option<OwnedFd>,
+    /// Our stdin is a file, copied into `in_w` (see [`Stdio`]).
+    stdin_file: bool,
+    /// Our stdout is a file, copied from `out_r`.
+    stdout_file: bool,
     args_w: Option<OwnedFd>,
     policy_w: Option<std::fs::File>,
     layers: Layers,
@@ -724,7 +728,36 @@ fn fd_error(what: &str, masks: usize, e: std::io::Error) -> Error {
 
 /// Start bwrap (or the helper) per `spec`; see [`Launched`].
 /// `helper`: the helper file's fd, when the spec passes it.
+/// How the caller's stdin or stdout reaches the command. A file or a
+/// directory handed over as is would let the command reopen it through
+/// `/proc/self/fd/N` with the sandbox's rights, not the redirection's: write
+/// to a file given as input, open any file below a directory. So a file is
+/// passed through a pipe (the launcher copies), and a directory is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stdio {
+    Inherit,
+    File,
+}
+
+fn stdio_kind(fd: RawFd) -> Result<Stdio> {
+    let name = if fd == 0 { "stdin" } else { "stdout" };
+    match sys::fd_type(fd) {
+        Ok(libc::S_IFREG) => Ok(Stdio::File),
+        Ok(libc::S_IFDIR) => Err(Error::Usage(format!(
+            "{name} is a directory: the command could open the files below it through /proc/self/fd/{fd}; redirect {name} to a file, a pipe or /dev/null"
+        ))),
+        // Pipes, sockets, terminals, devices; a closed fd was plugged with
+        // /dev/null at start.
+        _ => Ok(Stdio::Inherit),
+    }
+}
+
 pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Result<Launched> {
+    let stdin_file = match cfg.stdin {
+        Input::Inherit => stdio_kind(0)? == Stdio::File,
+        _ => false,
+    };
+    let stdout_file = !cfg.capture && stdio_kind(1)? == Stdio::File;
     install_handlers()?;
     let start = Instant::now();
     sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
@@ -751,13 +784,14 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     let (report_r, report_w) = sys::pipe().map_err(fd_err("pipe"))?;
     let (info_r, info_w) = sys::pipe().map_err(fd_err("pipe"))?;
     let (err_r, err_w) = sys::pipe().map_err(fd_err("pipe"))?;
-    let out_pipe = if cfg.capture {
+    let out_pipe = if cfg.capture || stdout_file {
         Some(sys::pipe().map_err(fd_err("pipe"))?)
     } else {
         None
     };
     let in_pipe = match cfg.stdin {
         Input::Data(_) => Some(sys::pipe().map_err(fd_err("pipe"))?),
+        Input::Inherit if stdin_file => Some(sys::pipe().map_err(fd_err("pipe"))?),
         _ => None,
     };
     let args_pipe = if bwrap {
@@ -828,7 +862,7 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
     if let Some((_, w)) = &out_pipe {
         stdio.push((1, w.as_raw_fd()));
     }
-    if let (Input::Data(_), Some((r, _))) = (&cfg.stdin, &in_pipe) {
+    if let Some((r, _)) = &in_pipe {
         stdio.push((0, r.as_raw_fd()));
     }
     if let Some(n) = &stdin_null {
@@ -899,6 +933,8 @@ pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Resu
         err_r: Some(err_r),
         out_r: out_pipe.map(|(r, _w)| r),
         in_w: in_pipe.map(|(_r, w)| w),
+        stdin_file,
+        stdout_file,
         args_w: args_pipe.map(|(_r, w)| w),
         policy_w,
         layers: spec.layers,
@@ -968,17 +1004,23 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let info_r = l.info_r.take().ok_or_else(missing)?;
     let out_r = l.out_r.take();
     let mut in_w = l.in_w.take();
+    let mut stdin_src = l.stdin_file.then_some(0);
+    let stdout_file = l.stdout_file;
     l.live = false; // from here the loop below kills and reaps
     drop(l);
 
-    let mut stdout = Sink::new(cfg.cap_bytes, None);
+    let mut stdout = if stdout_file {
+        Sink::new(0, Some(1))
+    } else {
+        Sink::new(cfg.cap_bytes, None)
+    };
     let mut stderr = Sink::new(
         if cfg.capture { cfg.cap_bytes } else { DIAG_CAP },
         (!cfg.capture).then_some(2),
     );
     let mut report = Sink::new(REPORT_CAP, None);
     let mut info = Sink::new(REPORT_CAP, None);
-    let stdin_data: Vec<u8> = match &cfg.stdin {
+    let mut stdin_data: Vec<u8> = match &cfg.stdin {
         Input::Data(d) => d.clone(),
         _ => vec![],
     };
@@ -1145,13 +1187,28 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         }
         if let Some(w) = &in_w {
             if pfds.get(in_idx).is_some_and(|p| p.revents != 0) {
+                // A file on our stdin is copied a buffer at a time.
+                if let (Some(src), true) = (stdin_src, stdin_off >= stdin_data.len()) {
+                    stdin_data.resize(buf.len(), 0);
+                    stdin_off = 0;
+                    match sys::read(src, &mut stdin_data) {
+                        Ok(n) if n > 0 => stdin_data.truncate(n),
+                        _ => {
+                            stdin_data.clear();
+                            stdin_src = None;
+                        }
+                    }
+                }
                 match sys::write(w.as_raw_fd(), &stdin_data[stdin_off..]) {
                     Ok(n) => stdin_off += n,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => stdin_off = stdin_data.len(),
+                    Err(_) => {
+                        stdin_off = stdin_data.len();
+                        stdin_src = None;
+                    }
                 }
             }
-            if stdin_off >= stdin_data.len() {
+            if stdin_off >= stdin_data.len() && stdin_src.is_none() {
                 in_w = None; // EOF for the command
             }
         }

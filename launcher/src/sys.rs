@@ -336,6 +336,18 @@ pub fn getegid() -> u32 {
     unsafe { libc::getegid() }
 }
 
+/// The file type bits (`st_mode & S_IFMT`) of an open fd.
+pub fn fd_type(fd: RawFd) -> io::Result<libc::mode_t> {
+    // SAFETY: fstat writes only the struct it is given, which is plain data
+    // and may start zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat struct for the call.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
 /// Total RAM in bytes; 0 when it cannot be read.
 pub fn mem_bytes() -> u64 {
     // SAFETY: sysinfo only writes the struct it is given, which is plain

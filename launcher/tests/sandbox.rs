@@ -588,6 +588,89 @@ fn leaked_fd_is_closed_inside() {
     drop(files);
 }
 
+/// A file on stdin or stdout used to be handed to the command as it was,
+/// and the command could reopen it through `/proc/self/fd/N` with its own
+/// rights: append to the file given as input, truncate the log its output
+/// was appended to (a red-team finding, with `--layers outer`; Landlock
+/// stopped it with both layers). Files now go through a pipe the launcher
+/// copies, so the reopen reaches the pipe; the command still reads its
+/// input and the output lands after what the file held. The control runs
+/// the same reopen outside the sandbox, where it lands.
+#[test]
+fn stdio_files_cannot_be_reopened_inside() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.txt");
+    let log = dir.path().join("log.txt");
+    let sandbox_owned = |p: &Path| {
+        if is_root() {
+            std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+        }
+    };
+    for layers in ["both", "outer", "inner"] {
+        std::fs::write(&input, "line one\n").unwrap();
+        std::fs::write(&log, "prior\n").unwrap();
+        sandbox_owned(&input);
+        sandbox_owned(&log);
+        let out = cmd()
+            .args(["run", "--layers", layers, "--workspace"])
+            .arg(ws.path())
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo appended >> /proc/self/fd/0; echo hijack > /proc/self/fd/1; cat",
+            ])
+            .stdin(std::fs::File::open(&input).unwrap())
+            .stdout(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{layers}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&input).unwrap(),
+            "line one\n",
+            "{layers}: the input file was written"
+        );
+        // The reopens reach the pipes (and what they write lands in them,
+        // when the pipe's owner is the sandbox's uid): the log is not
+        // truncated, and the input still arrives.
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            got.starts_with("prior\n") && got.contains("line one\n"),
+            "{layers}: the log: {got:?}"
+        );
+    }
+    // Control: the same reopen on the file itself lands.
+    let st = Command::new("sh")
+        .args(["-c", "echo appended >> /proc/self/fd/0"])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(
+        std::fs::read_to_string(&input).unwrap(),
+        "line one\nappended\n"
+    );
+    // A directory on stdin would open every file below it: refused, the
+    // command not run.
+    let out = cmd()
+        .args(["run", "--workspace"])
+        .arg(ws.path())
+        .args(["--", "sh", "-c", "touch ran"])
+        .stdin(std::fs::File::open("/").unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("stdin is a directory"), "{stderr}");
+    assert!(!ws.path().join("ran").exists());
+}
+
 #[test]
 fn timeout_kills_everything_and_keeps_output() {
     let ws = workspace();
