@@ -3,7 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::policy_source::Source;
-use crate::{caps, env, exec, fds, landlock, policy, policy_source, report, rlimits, seccomp, sys};
+use crate::{
+    caps, env, exec, fds, landlock, mounts, policy, policy_source, report, rlimits, seccomp, sys,
+};
 use serde_json::json;
 use std::ffi::OsString;
 
@@ -90,6 +92,9 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     // Listed now, for the same reason, before the ruleset's fd exists.
     let inherited_fds = fds::inherited(status_text.as_deref());
     let pol = policy::parse(&bytes)?;
+    // Before any rule path is opened: a mount bwrap put elsewhere would
+    // give those opens the wrong files.
+    let mounts_verified = mounts::verify(&pol.mounts)?;
     let mut ll = landlock::plan(&pol, landlock::Mode::Enforce)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
@@ -142,6 +147,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
             }),
             caps: caps.to_json(),
             fds_closed,
+            mounts_verified,
             rlimits: report::rlimits(&pol.rlimits),
             env_removed,
             warnings,

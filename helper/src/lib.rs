@@ -2,7 +2,8 @@
 //! order (see [`enforce::run`] and docs/helper.md) and execs one command.
 //!
 //! Modules mirror mechanisms: `policy` is the schema, `landlock`, `fds`,
-//! `caps`, `seccomp`, `rlimits`, `env` and `exec` are one step each, `sys`
+//! `caps`, `seccomp`, `rlimits`, `env` and `exec` are one step each, `mounts`
+//! checks bwrap's work against the launcher's plan, `sys`
 //! holds every raw syscall.
 
 pub mod arena;
@@ -16,6 +17,7 @@ pub mod fds;
 pub mod injection;
 pub mod inspect;
 pub mod landlock;
+pub mod mounts;
 pub mod policy;
 pub mod policy_source;
 pub mod report;

@@ -71,6 +71,16 @@ pub struct AllowRule {
     pub identity: Option<(u64, u64)>,
 }
 
+/// A mount the launcher planned, to be found where it planned it
+/// (`mounts`, checked by `mounts::verify`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountCheck {
+    pub path: PathBuf,
+    /// `[st_dev, st_ino]` of what is mounted there (a bind of a host path);
+    /// None for an empty tmpfs or a file mask.
+    pub identity: Option<(u64, u64)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ports {
     Any,
@@ -259,6 +269,7 @@ pub struct Policy {
     pub keep_fds: Vec<i32>,
     pub env: EnvPolicy,
     pub user: Option<(u32, u32)>,
+    pub mounts: Vec<MountCheck>,
 }
 
 fn err(path: &str, msg: impl std::fmt::Display) -> Error {
@@ -547,6 +558,17 @@ fn parse_limit(v: &Value, path: &str) -> Result<u64> {
         .map_err(|_| err(path, "expected a non-negative integer or \"unlimited\""))
 }
 
+/// `[st_dev, st_ino]`.
+fn identity(v: &Value, ip: &str) -> Result<(u64, u64)> {
+    match array(v, ip)?.as_slice() {
+        [d, i] => Ok((
+            unsigned(d, &format!("{ip}[0]"), u64::MAX)?,
+            unsigned(i, &format!("{ip}[1]"), u64::MAX)?,
+        )),
+        _ => Err(err(ip, "expected [st_dev, st_ino]")),
+    }
+}
+
 /// Parse a policy document. Never panics; every error names its field.
 pub fn parse(bytes: &[u8]) -> Result<Policy> {
     if bytes.len() > MAX_POLICY_BYTES {
@@ -592,6 +614,7 @@ pub fn from_value(v: &Value) -> Result<Policy> {
             "keepFds",
             "env",
             "user",
+            "mounts",
         ],
     )?;
     let mut p = Policy {
@@ -608,6 +631,7 @@ pub fn from_value(v: &Value) -> Result<Policy> {
         keep_fds: Vec::new(),
         env: EnvPolicy::default(),
         user: None,
+        mounts: Vec::new(),
     };
     if let Some(v) = top.get("version") {
         if v.as_u64() != Some(1) {
@@ -641,17 +665,7 @@ pub fn from_value(v: &Value) -> Result<Policy> {
                     None => false,
                 };
                 let identity = match rm.get("identity") {
-                    Some(v) => {
-                        let ip = format!("{rp}.identity");
-                        let pair = array(v, &ip)?;
-                        match pair.as_slice() {
-                            [d, i] => Some((
-                                unsigned(d, &format!("{ip}[0]"), u64::MAX)?,
-                                unsigned(i, &format!("{ip}[1]"), u64::MAX)?,
-                            )),
-                            _ => return Err(err(&ip, "expected [st_dev, st_ino]")),
-                        }
-                    }
+                    Some(v) => Some(identity(v, &format!("{rp}.identity"))?),
                     None => None,
                 };
                 p.allow.push(AllowRule {
@@ -818,6 +832,29 @@ pub fn from_value(v: &Value) -> Result<Policy> {
             }
         }
     }
+    if let Some(ms) = top.get("mounts") {
+        for (i, m) in array(ms, "mounts")?.iter().enumerate() {
+            let mp = format!("mounts[{i}]");
+            let mo = object(m, &mp, &["path", "identity"])?;
+            let path = match mo.get("path") {
+                Some(Value::String(s)) => {
+                    normal_abs_owned(s.clone()).map_err(|e| err(&format!("{mp}.path"), e))?
+                }
+                Some(other) => {
+                    return Err(err(
+                        &format!("{mp}.path"),
+                        format!("expected a string, got {}", kind(other)),
+                    ))
+                }
+                None => return Err(err(&mp, "missing field \"path\"")),
+            };
+            let identity = match mo.get("identity") {
+                Some(v) => Some(identity(v, &format!("{mp}.identity"))?),
+                None => None,
+            };
+            p.mounts.push(MountCheck { path, identity });
+        }
+    }
     if let Some(u) = top.get("user") {
         let m = object(u, "user", &["uid", "gid"])?;
         let uid = unsigned(
@@ -933,6 +970,16 @@ impl Policy {
         }
         if let Some((uid, gid)) = self.user {
             out["user"] = json!({"uid": uid, "gid": gid});
+        }
+        if !self.mounts.is_empty() {
+            out["mounts"] = self
+                .mounts
+                .iter()
+                .map(|m| match m.identity {
+                    Some((d, i)) => json!({"path": m.path, "identity": [d, i]}),
+                    None => json!({"path": m.path}),
+                })
+                .collect();
         }
         out
     }

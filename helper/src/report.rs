@@ -8,6 +8,7 @@ pub struct Facts {
     pub seccomp: Value,
     pub caps: Value,
     pub fds_closed: Option<usize>,
+    pub mounts_verified: usize,
     pub rlimits: Value,
     pub env_removed: Vec<String>,
     pub warnings: Vec<String>,
@@ -22,6 +23,7 @@ pub fn build(f: Facts) -> String {
     m.insert("seccomp".into(), f.seccomp);
     m.insert("caps".into(), f.caps);
     m.insert("fds_closed".into(), json!(f.fds_closed));
+    m.insert("mounts_verified".into(), json!(f.mounts_verified));
     m.insert("rlimits".into(), f.rlimits);
     m.insert("uid".into(), json!(nix::unistd::getuid().as_raw()));
     m.insert("gid".into(), json!(nix::unistd::getgid().as_raw()));

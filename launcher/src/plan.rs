@@ -539,6 +539,15 @@ fn core_worktree(config: &[u8]) -> Option<String> {
     None
 }
 
+/// Is every directory above `p` owned by root and writable by root alone?
+/// Then no sandbox (never uid 0 on the host) can rename anything on the way.
+fn root_held(fs: &dyn Fs, p: &Path) -> bool {
+    p.ancestors().skip(1).all(|a| {
+        fs.lstat(a)
+            .is_some_and(|m| m.uid == 0 && m.mode & 0o022 == 0)
+    })
+}
+
 /// The first symlink `p` passes through that lies in a writable path, where
 /// the command could point it elsewhere. Links outside writable paths are
 /// followed (the command cannot change them), so `..` after one is taken
@@ -1251,8 +1260,27 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         },
         _ => None,
     };
+    // The mounts bwrap makes by a path some sandbox could rename on the way:
+    // the helper checks each is a mount root holding what was planned
+    // (helper/src/mounts.rs). A path below root-owned directories that only
+    // root may write (/usr, /etc/shadow) cannot be swapped by any sandbox.
+    let mounts: Vec<(PathBuf, Option<(u64, u64)>)> = if opts.layers == Layers::Both {
+        ops.iter()
+            .filter_map(|op| match op {
+                Op::Bind(p) | Op::RoBind { path: p, .. } => {
+                    let id = fs.lstat(p)?.id;
+                    (!root_held(fs, p)).then(|| (p.clone(), Some(id)))
+                }
+                Op::MaskDir(p) | Op::MaskFile(p) => (!root_held(fs, p)).then(|| (p.clone(), None)),
+                _ => None,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let helper_policy = (opts.layers != Layers::Outer).then(|| {
         policy::helper_policy(&policy::HelperPolicyInput {
+            mounts,
             rules,
             deny,
             // Every deny path has a mask among the ops when bwrap runs.

@@ -863,6 +863,95 @@ fn submodule_git_files_are_read_only() {
     );
 }
 
+/// bwrap mounts by path, following symlinks: a path some sandbox can
+/// rename on the way (a concurrent run in the same workspace) is listed for
+/// the helper to check (a mount root there, holding the planned file);
+/// paths below root-owned directories only root may write are not.
+#[test]
+fn mounts_a_sandbox_could_redirect_are_checked() {
+    let mut fs = FakeFs::host();
+    for d in ["/", "/usr", "/etc", "/work"] {
+        fs.nodes
+            .insert(d.into(), (crate::paths::fake::Node::Dir, 0, 0));
+    }
+    fs.nodes.insert(
+        "/etc/shadow".into(),
+        (crate::paths::fake::Node::File { nlink: 1 }, 0, 0),
+    );
+    fs.dir("/work/ws/.git");
+    fs.dir("/work/ws/sub");
+    fs.dir("/work/ws/docs");
+    let mut o = opts(&["true"]);
+    o.rw.push("/work/ws/sub".into());
+    o.ro.push("/work/ws/docs".into());
+    o.hide.push("/work/ws/secret".into());
+    fs.dir("/work/ws/secret");
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let pol = p.helper_policy.as_ref().unwrap();
+    let listed: Vec<(String, bool)> = pol["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_string(),
+                m.get("identity").is_some(),
+            )
+        })
+        .collect();
+    let id = |fs: &FakeFs, p: &str| {
+        let m = fs.lstat(Path::new(p)).unwrap().id;
+        serde_json::json!([m.0, m.1])
+    };
+    // `/work` is root's: nothing can rename the workspace itself.
+    assert!(!listed.iter().any(|(p, _)| p == "/work/ws"), "{listed:?}");
+    for (path, with_id) in [
+        ("/work/ws/sub", true),
+        ("/work/ws/docs", true),
+        ("/work/ws/.git", true),
+        ("/work/ws/secret", false),
+    ] {
+        assert!(
+            listed.contains(&(path.to_string(), with_id)),
+            "{path}: {listed:?}"
+        );
+        if with_id {
+            let m = pol["mounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["path"] == path)
+                .unwrap();
+            assert_eq!(m["identity"], id(&fs, path), "{path}");
+        }
+    }
+    for held in ["/usr", "/etc", "/etc/shadow"] {
+        assert!(!listed.iter().any(|(p, _)| p == held), "{held}: {listed:?}");
+    }
+    // A workspace in a directory a sandbox could write: listed too.
+    fs.dir("/work");
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let pol = p.helper_policy.as_ref().unwrap();
+    assert!(
+        pol["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["path"] == "/work/ws" && m["identity"] == id(&fs, "/work/ws")),
+        "{pol}"
+    );
+    // Without bwrap there are no mounts to check; without the helper no one.
+    for layers in [Layers::Inner, Layers::Outer] {
+        let mut o = o.clone();
+        o.layers = layers;
+        let p = plan_with(&fs, &o, 1000).unwrap();
+        assert!(p
+            .helper_policy
+            .as_ref()
+            .is_none_or(|pol| pol.get("mounts").is_none()));
+    }
+}
+
 /// Scratch tmpfs are sized (their pages are host memory the OOM killer does
 /// not charge to the writer); masks are empty and read-only.
 #[test]

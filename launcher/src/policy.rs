@@ -498,6 +498,8 @@ pub struct Rule {
 #[derive(Debug, Clone)]
 pub struct HelperPolicyInput<'a> {
     pub rules: Vec<Rule>,
+    /// Mount points the helper checks (path, identity of what is mounted).
+    pub mounts: Vec<(PathBuf, Option<(u64, u64)>)>,
     pub deny: Vec<PathBuf>,
     /// The deny paths are masked by bwrap (both layers): the helper may
     /// verify the mask instead of carving the path out of its parent.
@@ -564,6 +566,16 @@ pub fn helper_policy(i: &HelperPolicyInput) -> Value {
     }
     if let Some((uid, gid)) = i.user {
         p["user"] = json!({"uid": uid, "gid": gid});
+    }
+    if !i.mounts.is_empty() {
+        p["mounts"] = i
+            .mounts
+            .iter()
+            .map(|(path, id)| match id {
+                Some((d, n)) => json!({"path": path.to_string_lossy(), "identity": [d, n]}),
+                None => json!({"path": path.to_string_lossy()}),
+            })
+            .collect();
     }
     p
 }
@@ -685,6 +697,7 @@ rlimits = { nofile = 256 }
             allow_injection: vec![],
             user: None,
             default_nproc: None,
+            mounts: vec![],
         };
         let p = helper_policy(&i);
         assert!(p.get("network").is_none());

@@ -2831,6 +2831,87 @@ fn submodule_git_files_stay_out_of_reach() {
     }
 }
 
+/// Two runs in one workspace (an agent's parallel tool calls). bwrap mounts
+/// by path, following symlinks: run A, started while the workspace had no
+/// `.git`, makes one and keeps swapping it with a symlink to `../..`; run B
+/// plans a read-only bind of that `.git`, and when the link was in place as
+/// bwrap mounted it, the host directory two levels up was bound over the
+/// sandbox's own tmpfs there, where B read a host file (and, in the red
+/// team's round, drove the user's tmux server). The swap is put back before
+/// anything checks the paths, so only the mount table shows it: the helper
+/// now checks each planned mount is a mount root holding the planned file,
+/// and refuses to run the command otherwise. Asserted: B never sees the host
+/// file, and the race was hit (some B runs refused) — the attack happened.
+#[test]
+fn a_concurrent_run_cannot_redirect_a_mount() {
+    let root = tempfile::Builder::new()
+        .prefix("cordon-race-")
+        .tempdir()
+        .unwrap();
+    let ws = root.path().join("d/ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(root.path().join("marker"), "HOST-MARKER\n").unwrap();
+    let stop = ws.join("stop");
+    if is_root() {
+        let st = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(root.path())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    // A: an ordinary run, swapping `.git` and a symlink until told to stop.
+    let swapper = [
+        "import ctypes, os, time",
+        "libc = ctypes.CDLL(None, use_errno=True)",
+        "os.mkdir('.git'); os.symlink('../..', '.git.alt')",
+        "while not os.path.exists('stop'):",
+        "    libc.renameat2(-100, b'.git', -100, b'.git.alt', 2); time.sleep(0.001)",
+    ]
+    .join("\n");
+    let mut a = cmd()
+        .args(["run", "--timeout", "120", "--workspace"])
+        .arg(&ws)
+        .args(["--", "python3", "-c", &swapper])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !ws.join(".git.alt").exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(ws.join(".git.alt").exists(), "run A did not start swapping");
+    let marker = root.path().join("marker");
+    let (mut refused, mut ran) = (0, 0);
+    for _ in 0..300 {
+        let out = cmd()
+            .args(["run", "--workspace"])
+            .arg(&ws)
+            .args(["--", "cat"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("HOST-MARKER"), "run B saw the host: {text}");
+        if text.contains("is not the mount the launcher planned") {
+            refused += 1;
+        } else {
+            ran += 1;
+        }
+        if refused >= 3 && ran >= 3 {
+            break;
+        }
+    }
+    std::fs::write(&stop, "").unwrap();
+    let _ = a.wait();
+    assert!(refused >= 1, "the race was never hit ({ran} runs)");
+}
+
 /// A symlinked `.git` cannot be held read-only (the command could repoint
 /// the link): the run goes on and says so on the terminal.
 #[test]
