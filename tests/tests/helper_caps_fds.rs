@@ -232,6 +232,14 @@ fn loader_injection_variables_are_removed() {
         "LD_BIND_NOW",
         "MALLOC_CONF",
         "GLIBC_TUNABLES",
+        // A red-team round's finds: GIT_CONFIG_COUNT turns on
+        // GIT_CONFIG_KEY_n/VALUE_n (core.fsmonitor, core.pager…), the
+        // others load code or configuration at start.
+        "GIT_CONFIG_COUNT",
+        "GIT_TEMPLATE_DIR",
+        "LUA_INIT",
+        "OPENSSL_CONF",
+        "PHPRC",
     ] {
         Spawn::sandboxed(&p, &["env", var])
             .env(var, "/nonexistent/evil")
