@@ -859,6 +859,29 @@ fn cmd_exec_json() -> i32 {
             .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
         let req: Request = serde_json::from_str(&text)
             .map_err(|e| Error::Usage(format!("exec-json request: {e}")))?;
+        // A relative path would be taken from cordon's own working directory,
+        // which a runtime rarely means (not the request's workspace or cwd).
+        let named = [
+            ("workspace", &req.workspace),
+            ("cwd", &req.cwd),
+            ("config", &req.config),
+        ];
+        let single = named
+            .iter()
+            .filter_map(|(k, p)| p.as_ref().map(|p| (k.to_string(), p)));
+        let listed = [("rw", &req.rw), ("ro", &req.ro), ("hide", &req.hide)]
+            .into_iter()
+            .flat_map(|(k, v)| {
+                v.iter()
+                    .enumerate()
+                    .map(move |(i, p)| (format!("{k}[{i}]"), p))
+            });
+        if let Some((k, p)) = single.chain(listed).find(|(_, p)| p.is_relative()) {
+            return Err(Error::Usage(format!(
+                "exec-json request: {k}: {} is relative; give an absolute path (it would be taken from cordon's working directory, not the request's workspace)",
+                p.display()
+            )));
+        }
         let mut args = Args {
             profile: req.profile,
             config: req.config,

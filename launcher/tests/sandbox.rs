@@ -1030,6 +1030,54 @@ fn example(interp: &str, file: &str) {
     );
 }
 
+/// exec-json paths are absolute: a relative one was taken from cordon's own
+/// working directory, not the request's workspace (a red-team find), so a
+/// runtime whose cwd differed granted another directory. Refused, naming
+/// the field; the control (the same request made absolute) runs.
+#[test]
+fn exec_json_refuses_relative_paths() {
+    let ws = workspace();
+    let sub = ws.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&sub, Some(65534), Some(65534)).unwrap();
+    }
+    let ask = |req: serde_json::Value| {
+        let mut child = cmd()
+            .arg("exec-json")
+            .current_dir(ws.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(req.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, out.status.code())
+    };
+    let ws_s = ws.path().to_str().unwrap();
+    let (v, code) = ask(serde_json::json!({"command": "true", "workspace": ws_s, "rw": ["sub"]}));
+    assert_eq!(code, Some(125), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rw[0]: sub is relative"),
+        "{v}"
+    );
+    let (v, code) = ask(serde_json::json!({"command": "true", "workspace": ".", "rw": []}));
+    assert_eq!(code, Some(125), "{v}");
+    let (v, code) = ask(
+        serde_json::json!({"command": "true", "workspace": ws_s, "rw": [sub.to_str().unwrap()]}),
+    );
+    assert_eq!(code, Some(0), "control: {v}");
+}
+
 #[test]
 fn exec_json_python_example() {
     example("/usr/bin/python3", "exec_json.py");
