@@ -932,7 +932,13 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 .iter()
                 .any(|d| !paths::same(o.dest(), d) && paths::is_under(o.dest(), d))
     });
+    // Parents before children (a stable sort): a read-only root inside
+    // another one named later (`--ro WS/x` with a read-only workspace) would
+    // be covered by it, and found missing by the helper's mount check.
     let mut ro_ops = plain;
+    ro_ops.sort_by_key(|o| o.dest().components().count());
+    let mut under_scratch = under_scratch;
+    under_scratch.sort_by_key(|o| o.dest().components().count());
     ro_ops.push(Op::Dev);
     ro_ops.push(Op::Proc(host.proc));
     ro_ops.push(Op::Tmpfs("/tmp".into()));

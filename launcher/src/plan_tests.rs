@@ -952,6 +952,24 @@ fn mounts_a_sandbox_could_redirect_are_checked() {
     }
 }
 
+/// Read-only roots are mounted parents first: `--ro WS/x` with a read-only
+/// workspace (public-bot) was mounted before the workspace, which covered
+/// it — harmless then, but the helper's mount check (rightly) found it
+/// missing and refused every `cordon verify --profile public-bot` run.
+#[test]
+fn read_only_roots_parents_first() {
+    let mut fs = FakeFs::host();
+    fs.file("/work/ws/ro.txt", 1);
+    let mut o = opts(&["true"]);
+    o.ro.push("/work/ws/ro.txt".into());
+    let prof = builtin("public-bot").unwrap();
+    let p = build(&prof, &o, &host(1000), &fs).unwrap();
+    let a = &p.bwrap_argv;
+    let ws = pos(a, &["--ro-bind", "/work/ws", "/work/ws"]).expect("read-only workspace");
+    let f = pos(a, &["--ro-bind", "/work/ws/ro.txt", "/work/ws/ro.txt"]).unwrap();
+    assert!(ws < f, "{a:?}");
+}
+
 /// Scratch tmpfs are sized (their pages are host memory the OOM killer does
 /// not charge to the writer); masks are empty and read-only.
 #[test]
