@@ -12,14 +12,11 @@
 
 use crate::error::{Error, Result};
 use crate::policy::MountCheck;
-use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd};
+use crate::sys;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // Not in the libc crate for every target.
-const STATX_TYPE: u32 = 0x1;
-const STATX_INO: u32 = 0x100;
 const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
 
 /// Check every planned mount; the number checked.
@@ -33,8 +30,8 @@ pub fn verify(checks: &[MountCheck]) -> Result<usize> {
                 m.path.display()
             ))
         };
-        let fd = open_no_symlinks(&m.path).map_err(|e| fail(format!("open: {e}")))?;
-        let st = statx_fd(&fd).map_err(|e| fail(format!("statx: {e}")))?;
+        let fd = sys::open_no_symlinks(&m.path).map_err(|e| fail(format!("open: {e}")))?;
+        let st = sys::statx_fd(&fd).map_err(|e| fail(format!("statx: {e}")))?;
         let root = if st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT != 0 {
             st.stx_attributes & STATX_ATTR_MOUNT_ROOT != 0
         } else {
@@ -62,86 +59,6 @@ pub fn verify(checks: &[MountCheck]) -> Result<usize> {
         }
     }
     Ok(checks.len())
-}
-
-fn cpath(p: &Path) -> std::io::Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::other("NUL in path"))
-}
-
-/// `p` opened `O_PATH`, refused if any component is a symlink.
-fn open_no_symlinks(p: &Path) -> std::io::Result<OwnedFd> {
-    let c = cpath(p)?;
-    // SAFETY: open_how is plain data; all zeroes is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
-    how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: `c` is NUL-terminated and `how` a valid open_how of the size
-    // given; the kernel only reads both.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if r >= 0 {
-        // SAFETY: a fresh fd the kernel just returned, owned by nobody else.
-        return Ok(unsafe { OwnedFd::from_raw_fd(r as i32) });
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(e);
-    }
-    // Before 5.6: one component at a time, none of them a symlink.
-    let mut dir = open_at(libc::AT_FDCWD, c"/")?;
-    for comp in p.components().skip(1) {
-        let name = cpath(Path::new(comp.as_os_str()))?;
-        let next = open_at(std::os::fd::AsRawFd::as_raw_fd(&dir), &name)?;
-        if statx_fd(&next)?.stx_mode as u32 & libc::S_IFMT == libc::S_IFLNK {
-            return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
-        }
-        dir = next;
-    }
-    Ok(dir)
-}
-
-fn open_at(dir: i32, name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
-    // SAFETY: `name` is NUL-terminated; openat only reads it.
-    let r = unsafe {
-        libc::openat(
-            dir,
-            name.as_ptr(),
-            libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd the kernel just returned, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(r) })
-}
-
-fn statx_fd(fd: &OwnedFd) -> std::io::Result<libc::statx> {
-    // SAFETY: statx is plain data; all zeroes is a valid value.
-    let mut st: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: the empty path is NUL-terminated, `st` is writable and of the
-    // kernel's struct statx layout; the kernel writes only into it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_statx,
-            std::os::fd::AsRawFd::as_raw_fd(fd),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-            STATX_TYPE | STATX_INO,
-            &mut st as *mut libc::statx,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(st)
 }
 
 /// The mount points of this mount namespace (field 5 of mountinfo, with
@@ -179,6 +96,8 @@ fn unescape(f: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
 
     #[test]
     fn mountinfo_escapes() {
@@ -207,10 +126,25 @@ mod tests {
         let through = ok(&format!("{}/proc", link.display()), None);
         // A symlink as the last component is no mount root.
         let last = ok(link.to_str().unwrap(), None);
+        // The walk used before openat2 (5.6) agrees.
+        let walk = |p: &str| {
+            sys::open_walk_no_symlinks(Path::new(p)).map(|fd| sys::statx_fd(&fd).unwrap().stx_ino)
+        };
+        let walked = (
+            walk("/proc"),
+            walk(&format!("{}/proc", link.display())),
+            walk(link.to_str().unwrap()),
+        );
         std::fs::remove_file(&link).unwrap();
         let e = through.unwrap_err().to_string();
         assert!(e.contains("open:"), "{e}");
         assert!(last.unwrap_err().to_string().contains("no mount there"));
+        assert_eq!(walked.0.unwrap(), std::fs::metadata("/proc").unwrap().ino());
+        assert_eq!(walked.1.unwrap_err().raw_os_error(), Some(libc::ELOOP));
+        assert!(
+            walked.2.is_ok(),
+            "a symlink as the last component is opened itself"
+        );
         let e = ok("/proc", Some((1, 1))).unwrap_err().to_string();
         assert!(e.contains("planned [1, 1]"), "{e}");
         // Without statx's answer, the mount table says the same.

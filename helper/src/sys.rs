@@ -71,6 +71,82 @@ pub fn open_path_at(dir: &OwnedFd, name: &std::ffi::OsStr, follow: bool) -> io::
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// An `O_PATH` fd for `path`, refused (ELOOP) if any component on the way
+/// is a symlink; a symlink as the last component is opened itself.
+/// `openat2` with `RESOLVE_NO_SYMLINKS`; one component at a time before 5.6.
+pub fn open_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    let c = cstr(path)?;
+    // SAFETY: open_how is plain data; all zeroes is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: `c` is NUL-terminated and `how` a valid open_how of the size
+    // given; the kernel only reads both.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: `fd` was just returned by openat2(2) and is owned by nobody else.
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    open_walk_no_symlinks(path)
+}
+
+/// `open_no_symlinks` for kernels without `openat2`: one `O_PATH|O_NOFOLLOW`
+/// open per component, each checked not to be a symlink before the next.
+pub fn open_walk_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    let mut comps = path.components();
+    if comps.next() != Some(std::path::Component::RootDir) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut at = open_dir_path(Path::new("/"))?;
+    let mut names = comps.peekable();
+    while let Some(name) = names.next() {
+        let next = open_path_at(&at, name.as_os_str(), false)?;
+        let link = fstat(next.as_raw_fd())?.st_mode & libc::S_IFMT == libc::S_IFLNK;
+        if link && names.peek().is_some() {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        at = next;
+    }
+    Ok(at)
+}
+
+/// `statx` of an open fd (`AT_EMPTY_PATH`): type, inode and attributes such
+/// as `STATX_ATTR_MOUNT_ROOT`.
+pub fn statx_fd(fd: &OwnedFd) -> io::Result<libc::statx> {
+    const STATX_TYPE: u32 = 0x1;
+    const STATX_INO: u32 = 0x100;
+    // SAFETY: statx is plain data; all zeroes is a valid value.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the empty path is NUL-terminated, `st` is writable and has the
+    // kernel's struct statx layout; the kernel writes only into it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            STATX_TYPE | STATX_INO,
+            &mut st as *mut libc::statx,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
 /// Open the policy file: never follow a symlink, never block on a FIFO.
 pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
     open_raw(
