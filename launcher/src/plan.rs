@@ -275,30 +275,6 @@ fn pins_for(writable: &[PathBuf], nested: &[Op]) -> Vec<Op> {
     pins
 }
 
-/// The first symlink on the way to `p` that lies inside a writable bind:
-/// the command may re-point it, so what a later run protects under that name
-/// would no longer be the file it protected before (the pins hold
-/// directories in place, not links). None when `p` is not under a writable
-/// path at all, which is the usual case and costs nothing.
-fn link_in_writable(fs: &dyn Fs, p: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
-    let inside = |q: &Path| {
-        writable
-            .iter()
-            .any(|w| paths::is_under(q, w) && !paths::same(q, w))
-    };
-    if !inside(p) {
-        return None;
-    }
-    let mut q = PathBuf::new();
-    for c in p.components() {
-        q.push(c);
-        if inside(&q) && fs.lstat(&q).is_some_and(|m| m.kind == Kind::Symlink) {
-            return Some(q);
-        }
-    }
-    None
-}
-
 /// A home directory that is `ws` or lies beneath it, compared by device and
 /// inode along each home's real path: a home outside /home
 /// (/var/lib/postgresql) or reached through a bind mount counts too.
@@ -549,9 +525,11 @@ fn root_held(fs: &dyn Fs, p: &Path) -> bool {
 }
 
 /// The first symlink `p` passes through that lies in a writable path, where
-/// the command could point it elsewhere. Links outside writable paths are
-/// followed (the command cannot change them), so `..` after one is taken
-/// from where it leads, as the kernel does.
+/// the command could point it elsewhere: what a later run protects or shows
+/// under that name would no longer be what it was (pins hold directories in
+/// place, not links). Links outside writable paths are followed (the command
+/// cannot change them), so `..` after one is taken from where it leads, as
+/// the kernel does. Each `lstat` is one the planner's cache mostly has.
 fn redirectable_link(fs: &dyn Fs, p: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
     use std::path::Component;
     let mut q = PathBuf::from("/");
@@ -711,7 +689,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                 .max_by_key(|w| w.as_os_str().len());
             if let Some(w) = top {
                 if paths::require_absolute_normal(c).is_ok()
-                    && link_in_writable(fs, c, &writable).is_none()
+                    && redirectable_link(fs, c, &writable).is_none()
                 {
                     let mut d = Some(c);
                     while let Some(dir) = d.filter(|d| !paths::same(d, w)) {
@@ -878,7 +856,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         } else {
             let real = paths::resolve_readonly(fs, &r.path)?
                 .ok_or_else(|| Error::path(&r.path, "does not exist"))?;
-            if let Some(link) = link_in_writable(fs, &r.path, &writable) {
+            if let Some(link) = redirectable_link(fs, &r.path, &writable) {
                 return Err(Error::path(
                     &r.path,
                     format!(
@@ -1020,7 +998,7 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         .chain(creds.iter().map(|p| (p, false)))
     {
         let mask = paths::validate_mask(fs, h)?;
-        if let Some(link) = link_in_writable(fs, h, &writable) {
+        if let Some(link) = redirectable_link(fs, h, &writable) {
             return Err(Error::path(
                 h,
                 format!(
