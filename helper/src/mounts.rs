@@ -45,6 +45,9 @@ pub fn verify(checks: &[MountCheck]) -> Result<usize> {
         if !root {
             return Err(fail("no mount there".into()));
         }
+        if m.ro && !sys::on_read_only_mount(&fd).map_err(|e| fail(format!("fstatfs: {e}")))? {
+            return Err(fail("it is writable, planned read-only".into()));
+        }
         if let Some((dev, ino)) = m.identity {
             let got = (
                 libc::makedev(st.stx_dev_major, st.stx_dev_minor),
@@ -114,9 +117,19 @@ mod tests {
             verify(&[MountCheck {
                 path: p.into(),
                 identity: id,
+                ro: false,
             }])
         };
         assert_eq!(ok("/proc", None).unwrap(), 1);
+        // `/proc` is mounted read-write here: planned read-only, refused.
+        let e = verify(&[MountCheck {
+            path: "/proc".into(),
+            identity: None,
+            ro: true,
+        }])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("writable, planned read-only"), "{e}");
         let e = ok("/proc/self/fd", None).unwrap_err().to_string();
         assert!(e.contains("not the mount the launcher planned"), "{e}");
         let link = std::env::temp_dir().join(format!("cordon-mounts-{}", std::process::id()));

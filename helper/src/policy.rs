@@ -79,6 +79,8 @@ pub struct MountCheck {
     /// `[st_dev, st_ino]` of what is mounted there (a bind of a host path);
     /// None for an empty tmpfs or a file mask.
     pub identity: Option<(u64, u64)>,
+    /// The mount must be read-only.
+    pub ro: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -835,7 +837,7 @@ pub fn from_value(v: &Value) -> Result<Policy> {
     if let Some(ms) = top.get("mounts") {
         for (i, m) in array(ms, "mounts")?.iter().enumerate() {
             let mp = format!("mounts[{i}]");
-            let mo = object(m, &mp, &["path", "identity"])?;
+            let mo = object(m, &mp, &["path", "identity", "ro"])?;
             let path = match mo.get("path") {
                 Some(Value::String(s)) => {
                     normal_abs_owned(s.clone()).map_err(|e| err(&format!("{mp}.path"), e))?
@@ -852,7 +854,11 @@ pub fn from_value(v: &Value) -> Result<Policy> {
                 Some(v) => Some(identity(v, &format!("{mp}.identity"))?),
                 None => None,
             };
-            p.mounts.push(MountCheck { path, identity });
+            let ro = match mo.get("ro") {
+                Some(v) => boolean(v, &format!("{mp}.ro"))?,
+                None => false,
+            };
+            p.mounts.push(MountCheck { path, identity, ro });
         }
     }
     if let Some(u) = top.get("user") {
@@ -975,9 +981,12 @@ impl Policy {
             out["mounts"] = self
                 .mounts
                 .iter()
-                .map(|m| match m.identity {
-                    Some((d, i)) => json!({"path": m.path, "identity": [d, i]}),
-                    None => json!({"path": m.path}),
+                .map(|m| {
+                    let mut o = json!({"path": m.path, "ro": m.ro});
+                    if let Some((d, i)) = m.identity {
+                        o["identity"] = json!([d, i]);
+                    }
+                    o
                 })
                 .collect();
         }

@@ -147,6 +147,15 @@ pub fn statx_fd(fd: &OwnedFd) -> io::Result<libc::statx> {
     Ok(st)
 }
 
+/// Is the mount an open fd (`O_PATH` will do) lies on read-only?
+pub fn on_read_only_mount(fd: &OwnedFd) -> io::Result<bool> {
+    // SAFETY: statvfs is plain data; all zeroes is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable statvfs struct for the call.
+    check(unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) })?;
+    Ok(st.f_flag & libc::ST_RDONLY != 0)
+}
+
 /// Open the policy file: never follow a symlink, never block on a FIFO.
 pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
     open_raw(

@@ -21,6 +21,11 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // so the sandbox is still cleaned up (children get SIGPIPE back: spawn.rs).
     // SAFETY: installing SIG_IGN runs no code of ours.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // Copying the command's output into a file on our stdout past the
+    // caller's RLIMIT_FSIZE gives EFBIG, not death with no result (the
+    // command's own writes get the default back: spawn.rs).
+    // SAFETY: installing SIG_IGN runs no code of ours.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     // A caller that ignores SIGCHLD would have our children reaped by the
     // kernel: no status to wait for, and bwrap, inheriting it, hangs waiting
     // for its own. The launcher needs the default.

@@ -474,6 +474,37 @@ fn submodule_trees(fs: &dyn Fs, gitdir: &Path) -> Vec<PathBuf> {
     trees
 }
 
+/// The working trees `.gitmodules` in `top` names (`path = …` in each
+/// `[submodule]` section), relative paths inside `top` only.
+fn gitmodules_paths(fs: &dyn Fs, top: &Path) -> Vec<PathBuf> {
+    let Ok(text) = fs.read_head(&top.join(".gitmodules"), 256 << 10) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut in_sub = false;
+    for line in String::from_utf8_lossy(&text).lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            in_sub = section
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("submodule");
+        } else if let (true, Some((k, v))) = (in_sub, line.split_once('=')) {
+            let v = v.trim().trim_matches('"');
+            let rel = Path::new(v);
+            let inside = !v.is_empty()
+                && rel.is_relative()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if k.trim().eq_ignore_ascii_case("path") && inside {
+                out.push(top.join(rel));
+            }
+        }
+    }
+    out
+}
+
 /// `p` with `.` and `..` taken off by name: right for a path whose
 /// directories before each `..` are real (here, inside a git directory).
 fn lexical(p: &Path) -> PathBuf {
@@ -724,8 +755,19 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
                     }
                     // `git status` here recurses into each checked-out
                     // submodule, through the `.git` in its working tree.
-                    if k == Kind::Dir {
-                        for tree in submodule_trees(fs, &git) {
+                    {
+                        // Checked out ones from `.git/modules` (read-only);
+                        // those not checked out yet from `.gitmodules`, as
+                        // git status recurses into one once it has a `.git`.
+                        let mut trees = if k == Kind::Dir {
+                            submodule_trees(fs, &git)
+                        } else {
+                            Vec::new()
+                        };
+                        if let Some(top) = git.parent() {
+                            trees.extend(gitmodules_paths(fs, top));
+                        }
+                        for tree in trees {
                             let sub = tree.join(".git");
                             if !writable.iter().any(|w| paths::is_under(&sub, w))
                                 || candidates.contains(&sub)
@@ -1068,10 +1110,14 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // --- assemble ops ---------------------------------------------------------------
     let mut ops = ro_ops;
     ops.extend(masks_ro);
-    ops.extend(writable.iter().cloned().map(Op::Bind));
     let mut nested = ro_nested;
     nested.extend(masks_rw);
     let pins = pins_for(&writable, &nested);
+    // Writable binds sort with what is nested in them: one inside a
+    // read-only path nested in another writable one (`--ro WS/m --rw
+    // WS/m/n`) must come after it, or it is covered. First in the list, so
+    // that a tie keeps them before what is nested at the same depth.
+    nested.splice(0..0, writable.iter().cloned().map(Op::Bind));
     // Each pin is resolved again when bwrap mounts it: its rule carries the
     // identity seen here, so a directory swapped in meanwhile is refused by
     // the helper, as for the workspace.
@@ -1248,15 +1294,25 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
     // the helper checks each is a mount root holding what was planned
     // (helper/src/mounts.rs). A path below root-owned directories that only
     // root may write (/usr, /etc/shadow) cannot be swapped by any sandbox.
-    let mounts: Vec<(PathBuf, Option<(u64, u64)>)> = if opts.layers == Layers::Both {
+    // Only the last mount at each path is what the sandbox sees (a mask
+    // over a `--ro` of the same path).
+    let mounts: Vec<policy::MountCheck> = if opts.layers == Layers::Both {
+        let last = |i: usize, d: &Path| !ops[i + 1..].iter().any(|o| o.dest() == d);
         ops.iter()
-            .filter_map(|op| match op {
-                Op::Bind(p) | Op::RoBind { path: p, .. } => {
-                    let id = fs.lstat(p)?.id;
-                    (!root_held(fs, p)).then(|| (p.clone(), Some(id)))
-                }
-                Op::MaskDir(p) | Op::MaskFile(p) => (!root_held(fs, p)).then(|| (p.clone(), None)),
-                _ => None,
+            .enumerate()
+            .filter(|(i, op)| last(*i, op.dest()) && !root_held(fs, op.dest()))
+            .filter_map(|(_, op)| {
+                let (path, identity, ro) = match op {
+                    Op::Bind(p) => (p, Some(fs.lstat(p)?.id), false),
+                    Op::RoBind { path, .. } => (path, Some(fs.lstat(path)?.id), true),
+                    Op::MaskDir(p) | Op::MaskFile(p) => (p, None, true),
+                    _ => return None,
+                };
+                Some(policy::MountCheck {
+                    path: path.clone(),
+                    identity,
+                    ro,
+                })
             })
             .collect()
     } else {

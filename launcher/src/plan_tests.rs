@@ -829,18 +829,44 @@ fn submodule_git_files_are_read_only() {
     fs.link("/work/ws/lnk", "real");
     fs.text("/work/ws/lib/.git", "gitdir: ../.git/modules/lib\n");
     fs.dir("/work/ws/lib/deep/.git"); // an embedded one
+                                      // `.gitmodules` names one not checked out (no git directory yet), an
+                                      // embedded one, one already found, and paths outside the checkout.
+    fs.dir("/work/ws/uninit");
+    fs.dir("/work/ws/emb");
+    fs.dir("/work/ws/emb/.git");
+    fs.text(
+        "/work/ws/.gitmodules",
+        "[submodule \"u\"]\n\tpath = uninit\n\turl = x\n[submodule \"e\"]\n\tpath = emb\n[submodule \"lib\"]\n\tpath = lib\n[submodule \"bad\"]\n\tpath = ../../etc\n\tpath = /etc\n[core]\n\tpath = nope\n",
+    );
     let p = plan_with(&fs, &opts(&["true"]), 1000).unwrap();
     let a = &p.bwrap_argv;
     for g in [
         "/work/ws/.git",
         "/work/ws/lib/.git",
         "/work/ws/lib/deep/.git",
+        "/work/ws/emb/.git",
     ] {
         assert!(pos(a, &["--ro-bind-try", g, g]).is_some(), "{g}: {a:?}");
     }
+    assert_eq!(
+        a.iter().filter(|x| *x == "/work/ws/lib/.git").count(),
+        2,
+        "once: {a:?}"
+    );
     // The submodule's git directory is inside `.git`: no mount of its own.
     assert!(!a.iter().any(|x| x == "/work/ws/.git/modules/lib"), "{a:?}");
-    assert_eq!(p.git_absent, [PathBuf::from("/work/ws/vendor/x/.git")]);
+    assert!(
+        !a.iter()
+            .any(|x| x.starts_with("/etc/.git") || x.contains("nope")),
+        "{a:?}"
+    );
+    assert_eq!(
+        p.git_absent,
+        [
+            PathBuf::from("/work/ws/vendor/x/.git"),
+            PathBuf::from("/work/ws/uninit/.git")
+        ]
+    );
     assert!(
         p.notes.iter().any(|n| n.starts_with(
             "/work/ws/lnk/.git (a submodule of /work/ws/.git) is reached through /work/ws/lnk, which is a symlink and stays writable"
@@ -968,6 +994,42 @@ fn read_only_roots_parents_first() {
     let ws = pos(a, &["--ro-bind", "/work/ws", "/work/ws"]).expect("read-only workspace");
     let f = pos(a, &["--ro-bind", "/work/ws/ro.txt", "/work/ws/ro.txt"]).unwrap();
     assert!(ws < f, "{a:?}");
+}
+
+/// Red-team round 3's false positives of the mount check: a path both
+/// `--ro` and `--hide` is checked as the mask that ends up on top (no
+/// identity, read-only); a writable path inside a read-only one inside the
+/// workspace is mounted after it (before, the read-only parent covered it
+/// and `m/n` was silently read-only).
+#[test]
+fn mount_checks_follow_what_ends_on_top() {
+    let mut fs = FakeFs::host();
+    fs.dir("/work/ws/x");
+    fs.dir("/work/ws/m");
+    fs.dir("/work/ws/m/n");
+    let mut o = opts(&["true"]);
+    o.ro.push("/work/ws/x".into());
+    o.hide.push("/work/ws/x".into());
+    o.ro.push("/work/ws/m".into());
+    o.rw.push("/work/ws/m/n".into());
+    let p = plan_with(&fs, &o, 1000).unwrap();
+    let pol = p.helper_policy.as_ref().unwrap();
+    let checks: Vec<&serde_json::Value> = pol["mounts"].as_array().unwrap().iter().collect();
+    let x: Vec<_> = checks
+        .iter()
+        .filter(|m| m["path"] == "/work/ws/x")
+        .collect();
+    assert_eq!(x.len(), 1, "{checks:?}");
+    assert!(
+        x[0].get("identity").is_none() && x[0]["ro"] == true,
+        "{x:?}"
+    );
+    let a = &p.bwrap_argv;
+    let m = pos(a, &["--ro-bind", "/work/ws/m", "/work/ws/m"]).unwrap();
+    let n = pos(a, &["--bind", "/work/ws/m/n", "/work/ws/m/n"]).unwrap();
+    assert!(m < n, "{a:?}");
+    let nc = checks.iter().find(|c| c["path"] == "/work/ws/m/n").unwrap();
+    assert_eq!(nc["ro"], false);
 }
 
 /// Scratch tmpfs are sized (their pages are host memory the OOM killer does

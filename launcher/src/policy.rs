@@ -494,12 +494,23 @@ pub struct Rule {
     pub identity: Option<(u64, u64)>,
 }
 
+/// A mount the helper checks is where the plan put it (docs/policy.md,
+/// `mounts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountCheck {
+    pub path: PathBuf,
+    /// `(st_dev, st_ino)` of the source; None for a mask.
+    pub identity: Option<(u64, u64)>,
+    /// Mounted read-only.
+    pub ro: bool,
+}
+
 /// Inputs for the helper policy, computed by the planner from the mount table.
 #[derive(Debug, Clone)]
 pub struct HelperPolicyInput<'a> {
     pub rules: Vec<Rule>,
-    /// Mount points the helper checks (path, identity of what is mounted).
-    pub mounts: Vec<(PathBuf, Option<(u64, u64)>)>,
+    /// Mount points the helper checks.
+    pub mounts: Vec<MountCheck>,
     pub deny: Vec<PathBuf>,
     /// The deny paths are masked by bwrap (both layers): the helper may
     /// verify the mask instead of carving the path out of its parent.
@@ -571,9 +582,12 @@ pub fn helper_policy(i: &HelperPolicyInput) -> Value {
         p["mounts"] = i
             .mounts
             .iter()
-            .map(|(path, id)| match id {
-                Some((d, n)) => json!({"path": path.to_string_lossy(), "identity": [d, n]}),
-                None => json!({"path": path.to_string_lossy()}),
+            .map(|m| {
+                let mut o = json!({"path": m.path.to_string_lossy(), "ro": m.ro});
+                if let Some((d, n)) = m.identity {
+                    o["identity"] = json!([d, n]);
+                }
+                o
             })
             .collect();
     }

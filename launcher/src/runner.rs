@@ -80,8 +80,9 @@ pub struct SandboxResult {
 }
 
 /// The git directories the command made where none was when it started:
-/// a `.git`, or the directory itself turned into one (`HEAD`, `objects/`,
-/// `refs/`: git takes it for a bare repository). One or two `lstat`s for
+/// a `.git`, or the directory itself turned into one (`HEAD` with
+/// `objects/`, `refs/` or a `commondir` file: git takes it for a bare
+/// repository). One or two `lstat`s for
 /// each; one the command makes deeper down is not looked for: that would be
 /// a scan of the workspace on every run.
 fn git_created(plan: &Plan) -> Vec<PathBuf> {
@@ -92,11 +93,13 @@ fn git_created(plan: &Plan) -> Vec<PathBuf> {
             if exists(g) {
                 return Some(g.clone());
             }
+            // git also takes `objects/` and `refs/` from a `commondir` file.
             let dir = g.parent()?;
-            ["HEAD", "objects", "refs"]
-                .iter()
-                .all(|n| exists(&dir.join(n)))
-                .then(|| dir.to_path_buf())
+            (exists(&dir.join("HEAD"))
+                && ["objects", "refs", "commondir"]
+                    .iter()
+                    .any(|n| exists(&dir.join(n))))
+            .then(|| dir.to_path_buf())
         })
         .collect()
 }
@@ -736,14 +739,23 @@ fn fd_error(what: &str, masks: usize, e: std::io::Error) -> Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stdio {
     Inherit,
-    File,
+    File((u64, u64)),
+}
+
+/// Puts an fd's status flags back when dropped (however the run ends).
+struct RestoreFlags(RawFd, libc::c_int);
+
+impl Drop for RestoreFlags {
+    fn drop(&mut self) {
+        let _ = sys::set_status_flags(self.0, self.1);
+    }
 }
 
 fn stdio_kind(fd: RawFd) -> Result<Stdio> {
     let name = if fd == 0 { "stdin" } else { "stdout" };
     match sys::fd_type(fd) {
-        Ok(libc::S_IFREG) => Ok(Stdio::File),
-        Ok(libc::S_IFDIR) => Err(Error::Usage(format!(
+        Ok((libc::S_IFREG, id)) => Ok(Stdio::File(id)),
+        Ok((libc::S_IFDIR, _)) => Err(Error::Usage(format!(
             "{name} is a directory: the command could open the files below it through /proc/self/fd/{fd}; redirect {name} to a file, a pipe or /dev/null"
         ))),
         // Pipes, sockets, terminals, devices; a closed fd was plugged with
@@ -753,11 +765,26 @@ fn stdio_kind(fd: RawFd) -> Result<Stdio> {
 }
 
 pub fn launch(spec: &LaunchSpec, helper: Option<RawFd>, cfg: &RunConfig) -> Result<Launched> {
-    let stdin_file = match cfg.stdin {
-        Input::Inherit => stdio_kind(0)? == Stdio::File,
-        _ => false,
+    let stdin = match cfg.stdin {
+        Input::Inherit => stdio_kind(0)?,
+        _ => Stdio::Inherit,
     };
-    let stdout_file = !cfg.capture && stdio_kind(1)? == Stdio::File;
+    let stdout = if cfg.capture {
+        Stdio::Inherit
+    } else {
+        stdio_kind(1)?
+    };
+    if let (Stdio::File(a), Stdio::File(b)) = (stdin, stdout) {
+        if a == b {
+            // The copy would feed the output back as input without end
+            // (`cat` notices this case itself; through the pipes it cannot).
+            return Err(Error::Usage(
+                "stdin and stdout are the same file: the command's output would be fed back to it as input; redirect one of them elsewhere".into(),
+            ));
+        }
+    }
+    let stdin_file = matches!(stdin, Stdio::File(_));
+    let stdout_file = matches!(stdout, Stdio::File(_));
     install_handlers()?;
     let start = Instant::now();
     sys::set_child_subreaper().map_err(|e| Error::io("PR_SET_CHILD_SUBREAPER", e))?;
@@ -1028,6 +1055,14 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     if let Some(w) = &in_w {
         let _ = sys::set_nonblocking(w.as_raw_fd());
     }
+    // A file on stdin read without blocking, so that one whose reads wait
+    // (/proc/kmsg) cannot stall the timeout; its flags are the caller's
+    // too (a shared file description), so they are put back after the run.
+    let _stdin_flags = stdin_src.and_then(|fd| {
+        let fl = sys::status_flags(fd).ok()?;
+        sys::set_status_flags(fd, fl | libc::O_NONBLOCK).ok()?;
+        Some(RestoreFlags(fd, fl))
+    });
 
     // A timeout too large to add to a clock reading never expires.
     let mut deadline = plan
@@ -1089,10 +1124,20 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         }
         let in_idx = pfds.len();
         if let Some(w) = &in_w {
-            pfds.push(libc::pollfd {
-                fd: w.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
+            // Waiting for the file's data while none is buffered, else for
+            // room in the pipe.
+            let refill = stdin_off >= stdin_data.len();
+            pfds.push(match stdin_src {
+                Some(src) if refill => libc::pollfd {
+                    fd: src,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                _ => libc::pollfd {
+                    fd: w.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                },
             });
         }
         let now = Instant::now();
@@ -1193,6 +1238,7 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                     stdin_off = 0;
                     match sys::read(src, &mut stdin_data) {
                         Ok(n) if n > 0 => stdin_data.truncate(n),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => stdin_data.clear(),
                         _ => {
                             stdin_data.clear();
                             stdin_src = None;

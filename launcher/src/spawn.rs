@@ -37,10 +37,12 @@ pub struct Spec {
 }
 
 /// The dispositions the launcher changes, reset in every child it starts:
-/// std ignores SIGPIPE (an ignored signal stays ignored across exec), and
+/// it ignores SIGPIPE and SIGXFSZ (an ignored signal stays ignored across
+/// exec), and
 /// the launcher catches SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP.
-pub const LAUNCHER_SIGNALS: [libc::c_int; 6] = [
+pub const LAUNCHER_SIGNALS: [libc::c_int; 7] = [
     libc::SIGPIPE,
+    libc::SIGXFSZ,
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
@@ -48,7 +50,8 @@ pub const LAUNCHER_SIGNALS: [libc::c_int; 6] = [
     libc::SIGTSTP,
 ];
 
-/// What a child must reset: SIGPIPE always (the launcher's own ignore), and
+/// What a child must reset: SIGPIPE and SIGXFSZ always (the launcher's own
+/// ignores), and
 /// each of the others unless it is ignored — ignored when the
 /// launcher started (`nohup`, a background job of a non-interactive shell),
 /// it stays ignored for bwrap too, as the caller asked. A handler is never
@@ -56,7 +59,7 @@ pub const LAUNCHER_SIGNALS: [libc::c_int; 6] = [
 pub fn signals_to_reset() -> Vec<libc::c_int> {
     LAUNCHER_SIGNALS
         .into_iter()
-        .filter(|&s| s == libc::SIGPIPE || !crate::sys::signal_ignored(s))
+        .filter(|&s| s == libc::SIGPIPE || s == libc::SIGXFSZ || !crate::sys::signal_ignored(s))
         .collect()
 }
 

@@ -54,6 +54,19 @@ pub fn nofile_soft_limit() -> u64 {
     rl.rlim_cur
 }
 
+/// The fd's file status flags (`F_GETFL`).
+pub fn status_flags(fd: RawFd) -> io::Result<libc::c_int> {
+    // SAFETY: F_GETFL on an open fd; no pointers involved.
+    cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })
+}
+
+/// Set the fd's file status flags (`F_SETFL`).
+pub fn set_status_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_SETFL on an open fd; no pointers involved.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })?;
+    Ok(())
+}
+
 pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFL/F_SETFL on an fd we own; no pointers involved.
     let fl = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
@@ -336,8 +349,9 @@ pub fn getegid() -> u32 {
     unsafe { libc::getegid() }
 }
 
-/// The file type bits (`st_mode & S_IFMT`) of an open fd.
-pub fn fd_type(fd: RawFd) -> io::Result<libc::mode_t> {
+/// The file type bits (`st_mode & S_IFMT`) of an open fd, and which file
+/// it is (`st_dev`, `st_ino`).
+pub fn fd_type(fd: RawFd) -> io::Result<(libc::mode_t, (u64, u64))> {
     // SAFETY: fstat writes only the struct it is given, which is plain data
     // and may start zeroed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -345,7 +359,7 @@ pub fn fd_type(fd: RawFd) -> io::Result<libc::mode_t> {
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(st.st_mode & libc::S_IFMT)
+    Ok((st.st_mode & libc::S_IFMT, (st.st_dev, st.st_ino)))
 }
 
 /// Total RAM in bytes; 0 when it cannot be read.

@@ -669,6 +669,74 @@ fn stdio_files_cannot_be_reopened_inside() {
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("stdin is a directory"), "{stderr}");
     assert!(!ws.path().join("ran").exists());
+
+    // The same file on stdin and stdout would be fed back to the command
+    // without end through the copies (`cat f >> f` grew to 1.3 GB in 4 s
+    // in a red-team round): refused.
+    let out = cmd()
+        .args(["run", "--workspace"])
+        .arg(ws.path())
+        .args(["--", "cat"])
+        .stdin(std::fs::File::open(&log).unwrap())
+        .stdout(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("stdin and stdout are the same file"),
+        "{stderr}"
+    );
+
+    // Past the caller's RLIMIT_FSIZE the copy into the file stops (EFBIG);
+    // the launcher is not killed by SIGXFSZ and reports the command's end.
+    // The command's own file writes keep the default action.
+    let big = dir.path().join("big.out");
+    let mut c = cmd();
+    c.args(["run", "--workspace"])
+        .arg(ws.path())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "head -c 300000 /dev/zero; head -c 300000 /dev/zero > inside.bin; echo inside=$? >&2",
+        ])
+        .stdout(std::fs::File::create(&big).unwrap());
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit between fork and exec touches no memory of ours.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 100_000,
+                rlim_max: 100_000,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 100_000);
+    assert!(
+        stderr.contains("inside=153"),
+        "the command's own SIGXFSZ: {stderr}"
+    );
+
+    // A file whose reads wait (the kernel log, root only) does not stall
+    // the launcher: the timeout still ends the run.
+    if let Ok(kmsg) = std::fs::File::open("/proc/kmsg") {
+        let t0 = Instant::now();
+        let out = cmd()
+            .args(["run", "--timeout", "1", "--workspace"])
+            .arg(ws.path())
+            .args(["--", "sleep", "5"])
+            .stdin(kmsg)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(124), "{out:?}");
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    }
 }
 
 #[test]
@@ -2958,6 +3026,66 @@ fn a_concurrent_run_cannot_redirect_a_mount() {
     std::fs::write(&stop, "").unwrap();
     let _ = a.wait();
     assert!(refused >= 1, "the race was never hit ({ran} runs)");
+}
+
+/// A submodule never checked out has no git directory to hold: the command
+/// can `git init` in its empty working tree, and the host's `git status`
+/// then recurses into it and runs its config (a red-team find). It is found
+/// through `.gitmodules` and reported after the run; `--git rw` (the
+/// control) reports nothing.
+#[test]
+fn an_unchecked_out_submodule_made_a_repository_is_reported() {
+    for (extra, reported) in [(&[][..], true), (&["--git", "rw"][..], false)] {
+        let root = workspace();
+        let lib = root.path().join("lib");
+        let ws = root.path().join("ws");
+        for d in [&lib, &ws] {
+            std::fs::create_dir(d).unwrap();
+            git(d, &["init", "-q"]);
+            git(d, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        }
+        git(
+            &ws,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "-q",
+                "add",
+                lib.to_str().unwrap(),
+                "lib",
+            ],
+        );
+        git(&ws, &["commit", "-q", "-m", "sub"]);
+        git(&ws, &["submodule", "-q", "deinit", "-f", "lib"]);
+        std::fs::remove_dir_all(ws.join(".git/modules")).unwrap();
+        if is_root() {
+            let st = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(root.path())
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let (v, code) = json_run(
+            &ws,
+            extra,
+            &[
+                "sh",
+                "-c",
+                "cd lib && git init -q && git config core.fsmonitor 'false' && echo made",
+            ],
+        );
+        assert_eq!(code, 0, "{extra:?}: {v}");
+        assert!(stdout_of(&v).contains("made"), "{v}");
+        let sub = ws.join("lib/.git");
+        let created = v["git_created"].to_string();
+        if reported {
+            assert!(created.contains(sub.to_str().unwrap()), "{v}");
+        } else {
+            assert_eq!(v["git_created"], serde_json::json!([]), "control: {v}");
+        }
+    }
 }
 
 /// A symlinked `.git` cannot be held read-only (the command could repoint
