@@ -560,7 +560,31 @@ impl Spawn {
         } else {
             Stdio::null()
         });
-        let fds = self.fds.clone();
+        // Each source first copied above every target (close-on-exec), so a
+        // dup2 to one target can never clobber a source still to be used —
+        // a report tempfile that happened to be fd 9 used to be replaced by
+        // the cover fd bound for 9 before reaching 8 (a rare flake).
+        let above = self.fds.iter().map(|f| f.1).max().unwrap_or(2) + 1;
+        let high: Vec<std::os::fd::OwnedFd> = self
+            .fds
+            .iter()
+            .map(|&(src, _)| {
+                // SAFETY: F_DUPFD_CLOEXEC on an fd the caller keeps open.
+                let fd = unsafe { libc::fcntl(src, libc::F_DUPFD_CLOEXEC, above) };
+                assert!(
+                    fd >= 0,
+                    "dup of fd {src}: {}",
+                    std::io::Error::last_os_error()
+                );
+                // SAFETY: a fresh fd owned by nobody else.
+                unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+            })
+            .collect();
+        let fds: Vec<(RawFd, RawFd)> = high
+            .iter()
+            .zip(&self.fds)
+            .map(|(h, &(_, dst))| (std::os::fd::AsRawFd::as_raw_fd(h), dst))
+            .collect();
         let nofile = self.nofile;
         // SAFETY: the closure runs between fork and exec and calls only
         // async-signal-safe functions (setrlimit, dup2, fcntl) on plain data
@@ -581,13 +605,10 @@ impl Spawn {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
+                // Sources lie above every target: each dup2 is a real copy
+                // (never src == dst), which clears close-on-exec.
                 for &(src, dst) in &fds {
-                    if src == dst {
-                        let fl = libc::fcntl(dst, libc::F_GETFD);
-                        if fl < 0 || libc::fcntl(dst, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    } else if libc::dup2(src, dst) < 0 {
+                    if libc::dup2(src, dst) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
@@ -599,6 +620,7 @@ impl Spawn {
             .cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {}: {e}", self.desc));
+        drop(high);
         if let Some(input) = self.stdin.take() {
             let mut sin = child.stdin.take().unwrap();
             std::thread::spawn(move || {
