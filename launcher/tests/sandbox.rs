@@ -2881,6 +2881,33 @@ fn linked_worktree_git_shows_only_what_is_named() {
     assert_ne!(head(), before, "control: no commit");
 }
 
+/// `ROOT/ws`: a repository with `ROOT/lib` added as submodule `lib`.
+fn checkout_with_submodule(root: &Path) -> PathBuf {
+    let lib = root.join("lib");
+    let ws = root.join("ws");
+    for d in [&lib, &ws] {
+        std::fs::create_dir(d).unwrap();
+        git(d, &["init", "-q"]);
+        git(d, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    }
+    let add = ["-c", "protocol.file.allow=always", "submodule", "-q", "add"];
+    git(&ws, &[&add[..], &[lib.to_str().unwrap(), "lib"]].concat());
+    git(&ws, &["commit", "-q", "-m", "sub"]);
+    ws
+}
+
+/// As root, hand a test's tree to the sandbox uid (65534).
+fn chown_to_sandbox(root: &Path) {
+    if is_root() {
+        let st = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
+
 /// `git status` at the top of a checkout recurses into each checked-out
 /// submodule through the `.git` file in the submodule's working tree (a
 /// red-team finding): rewritten to name a git directory the command made,
@@ -2895,34 +2922,8 @@ fn submodule_git_files_stay_out_of_reach() {
         (&["--git", "rw"][..], false),
     ] {
         let root = workspace();
-        let lib = root.path().join("lib");
-        let ws = root.path().join("ws");
-        for d in [&lib, &ws] {
-            std::fs::create_dir(d).unwrap();
-            git(d, &["init", "-q"]);
-            git(d, &["commit", "-q", "--allow-empty", "-m", "first"]);
-        }
-        git(
-            &ws,
-            &[
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "-q",
-                "add",
-                lib.to_str().unwrap(),
-                "lib",
-            ],
-        );
-        git(&ws, &["commit", "-q", "-m", "sub"]);
-        if is_root() {
-            let st = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(root.path())
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
+        let ws = checkout_with_submodule(root.path());
+        chown_to_sandbox(root.path());
         let pwned = ws.join("pwned");
         let script = format!(
             "mkdir evil && cp -r .git/modules/lib/. evil/ && \
@@ -3037,36 +3038,10 @@ fn a_concurrent_run_cannot_redirect_a_mount() {
 fn an_unchecked_out_submodule_made_a_repository_is_reported() {
     for (extra, reported) in [(&[][..], true), (&["--git", "rw"][..], false)] {
         let root = workspace();
-        let lib = root.path().join("lib");
-        let ws = root.path().join("ws");
-        for d in [&lib, &ws] {
-            std::fs::create_dir(d).unwrap();
-            git(d, &["init", "-q"]);
-            git(d, &["commit", "-q", "--allow-empty", "-m", "first"]);
-        }
-        git(
-            &ws,
-            &[
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "-q",
-                "add",
-                lib.to_str().unwrap(),
-                "lib",
-            ],
-        );
-        git(&ws, &["commit", "-q", "-m", "sub"]);
+        let ws = checkout_with_submodule(root.path());
         git(&ws, &["submodule", "-q", "deinit", "-f", "lib"]);
         std::fs::remove_dir_all(ws.join(".git/modules")).unwrap();
-        if is_root() {
-            let st = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(root.path())
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
+        chown_to_sandbox(root.path());
         let (v, code) = json_run(
             &ws,
             extra,
