@@ -54,6 +54,13 @@ pub fn nofile_soft_limit() -> u64 {
     rl.rlim_cur
 }
 
+/// Ask for a pipe of `bytes` capacity (`F_SETPIPE_SZ`).
+pub fn set_pipe_size(fd: RawFd, bytes: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_SETPIPE_SZ on an open pipe fd; no pointers involved.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, bytes) })?;
+    Ok(())
+}
+
 /// The fd's file status flags (`F_GETFL`).
 pub fn status_flags(fd: RawFd) -> io::Result<libc::c_int> {
     // SAFETY: F_GETFL on an open fd; no pointers involved.
