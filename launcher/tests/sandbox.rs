@@ -3063,6 +3063,17 @@ fn an_unchecked_out_submodule_made_a_repository_is_reported() {
     }
 }
 
+/// A terminal (non-JSON) run of `command` in workspace `ws` that must
+/// succeed; its stderr, where cordon's notes and warnings go.
+fn terminal_stderr(ws: &Path, command: &[&str]) -> String {
+    let mut args = vec!["run", "--workspace", ws.to_str().unwrap(), "--"];
+    args.extend_from_slice(command);
+    let out = run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    stderr
+}
+
 /// A symlinked `.git` cannot be held read-only (the command could repoint
 /// the link): the run goes on and says so on the terminal.
 #[test]
@@ -3070,15 +3081,7 @@ fn symlinked_git_dir_is_said_on_the_terminal() {
     let ws = workspace();
     let target = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(target.path(), ws.path().join(".git")).unwrap();
-    let out = run(&[
-        "run",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--",
-        "true",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = terminal_stderr(ws.path(), &["true"]);
     assert!(
         stderr.contains(&format!(
             "cordon: note: {}/.git is a symlink and stays writable",
@@ -3093,9 +3096,7 @@ fn symlinked_git_dir_is_said_on_the_terminal() {
     std::fs::create_dir_all(w.join(".store-real/repo")).unwrap();
     std::os::unix::fs::symlink(".store-real", w.join(".store")).unwrap();
     std::fs::write(w.join(".git"), "gitdir: .store/repo\n").unwrap();
-    let out = run(&["run", "--workspace", w.to_str().unwrap(), "--", "true"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = terminal_stderr(w, &["true"]);
     assert!(
         stderr.contains(&format!(
             "cordon: note: {0}/.git reaches its git directory through {0}/.store, which is a symlink and stays writable",
@@ -3172,17 +3173,7 @@ fn a_git_dir_the_command_creates_is_reported() {
     assert!(std::fs::read_dir(&git).unwrap().next().is_none(), "{v}");
     // On a terminal run, a warning on stderr.
     let ws = workspace();
-    let out = run(&[
-        "run",
-        "--workspace",
-        ws.path().to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "mkdir .git",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = terminal_stderr(ws.path(), &["sh", "-c", "mkdir .git"]);
     assert!(
         stderr.contains(&format!(
             "cordon: warning: the command created {}/.git: ",
