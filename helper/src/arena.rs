@@ -8,8 +8,9 @@
 //! allocator maps and unmaps small regions as it goes, and every fresh page
 //! costs a page fault — in a VM several microseconds each, a large part of
 //! the helper's startup (BENCHMARKS.md). The first PREFAULT bytes (about
-//! what a run uses: 48 KiB for the helper, 160 KiB for the launcher) are
-//! populated in one batch (`MADV_POPULATE_WRITE`); populating all of it cost
+//! what a run uses: 48 KiB for the helper; for the launcher 48 KiB at the
+//! start and up to 160 KiB once bwrap is loading, see `populate`) are
+//! populated in one batch each (`MADV_POPULATE_WRITE`); populating all of it cost
 //! ~0.25 ms of zeroed pages nobody touched. The rest faults in on demand. When the arena is
 //! exhausted, or before it could be mapped, allocations fall through to the
 //! system allocator.
@@ -81,6 +82,32 @@ impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
             }
             usize::MAX => None,
             b => Some(b),
+        }
+    }
+
+    /// Populate the arena's first `upto` bytes now, in one batch, so the
+    /// allocations that follow find their pages ready. The launcher maps only
+    /// what it uses before bwrap starts (`PREFAULT`) and calls this once bwrap
+    /// is loading: the rest is then zeroed off the run's critical path.
+    /// Best effort, like the first batch.
+    #[allow(dead_code)] // the helper populates everything it needs at once
+    pub fn populate(&self, upto: usize) {
+        let Some(b) = self.base() else {
+            return;
+        };
+        let from = PREFAULT.min(BYTES);
+        let to = upto.min(BYTES);
+        if to > from {
+            // SAFETY: [b + from, b + to) lies inside the mapping; populating
+            // faults in the pages not yet present, as a write would, and
+            // leaves present pages (allocated already) as they are.
+            unsafe {
+                libc::madvise(
+                    (b + from) as *mut libc::c_void,
+                    to - from,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
         }
     }
 
@@ -229,6 +256,30 @@ mod tests {
                 "the shrunk block keeps its bytes"
             );
             assert!(std::slice::from_raw_parts(z, 256).iter().all(|b| *b == 0));
+        }
+    }
+
+    /// The launcher populates past its first batch while blocks there are
+    /// in use: their bytes stay, fresh blocks past them are still zero.
+    #[test]
+    fn populating_later_keeps_allocated_bytes() {
+        let a: Arena<{ 1 << 20 }, 4096> = Arena::new();
+        let l = Layout::from_size_align(3 * 4096, 8).unwrap();
+        // SAFETY: valid layouts; each pointer is used only within its size.
+        unsafe {
+            let p = a.alloc(l);
+            p.write_bytes(0x5a, 3 * 4096);
+            a.populate(64 * 1024);
+            // Beyond the mapping: clamped, not a fault.
+            a.populate(4 << 20);
+            assert!(std::slice::from_raw_parts(p, 3 * 4096)
+                .iter()
+                .all(|b| *b == 0x5a));
+            let z = a.alloc_zeroed(l);
+            assert!(a.owns(z));
+            assert!(std::slice::from_raw_parts(z, 3 * 4096)
+                .iter()
+                .all(|b| *b == 0));
         }
     }
 

@@ -310,10 +310,13 @@ fn launch_early(
         switch_to,
         policy: None,
     };
-    (
-        runner::launch(&spec, Some(helper.fd()), cfg).ok(),
-        Some((uid, proc_, file_masks)),
-    )
+    let launched = runner::launch(&spec, Some(helper.fd()), cfg).ok();
+    if launched.is_some() {
+        if let Some(f) = crate::AFTER_EARLY_LAUNCH.get() {
+            f();
+        }
+    }
+    (launched, Some((uid, proc_, file_masks)))
 }
 
 pub fn load_profile(args: &Args, inline: Option<ProfileDef>) -> Result<Profile> {

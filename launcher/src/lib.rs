@@ -25,6 +25,12 @@ mod spawn;
 mod sys;
 pub mod verify;
 
+/// Called right after bwrap was started ahead of the plan (`cli`'s
+/// `launch_early`). The binary sets it to populate the memory the rest of the
+/// run will allocate: zeroing those pages then overlaps bwrap's loading
+/// instead of delaying bwrap's start.
+pub static AFTER_EARLY_LAUNCH: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
 /// `println!` that cannot panic: with Rust's SIGPIPE disposition a closed
 /// stdout (`cordon doctor | head -1`) makes `println!` panic. A reader that
 /// went away (EPIPE) chose to stop: the line is dropped. Any other failure

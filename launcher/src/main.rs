@@ -11,8 +11,12 @@ mod arena;
 #[path = "../../helper/src/startup.rs"]
 mod startup;
 
+// A run allocates ≈ 130 KiB, ≈ 40 of them before bwrap is started: only
+// those are populated at the start; the rest once bwrap is loading
+// (AFTER_EARLY_LAUNCH), where zeroing them costs no wall time.
 #[global_allocator]
-static ALLOC: arena::Arena<{ 4 * 1024 * 1024 }> = arena::Arena::new();
+static ALLOC: arena::Arena<{ 4 * 1024 * 1024 }, { 48 * 1024 }> = arena::Arena::new();
+const POPULATED: usize = 160 * 1024;
 
 #[no_mangle]
 extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
@@ -60,6 +64,7 @@ extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc:
     // makes bwrap and the command dumpable again.
     // SAFETY: prctl(PR_SET_DUMPABLE, 0) only sets a process attribute.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) };
+    let _ = cordon::AFTER_EARLY_LAUNCH.set(|| ALLOC.populate(POPULATED));
     // SAFETY: argc and argv are what the C runtime passed to main.
     let raw = unsafe { startup::args(argc, argv) };
     // Arguments are text: bytes that are not UTF-8 would have to be changed
