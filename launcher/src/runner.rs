@@ -1090,6 +1090,12 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let mut buf = vec![0u8; 64 << 10];
     let mut user_ns: Option<bool> = None;
     let mut sandbox_init: Option<libc::pid_t> = None;
+    // The report and bwrap's info, parsed as each completes (the report at
+    // the helper's exec), and what they say about enforcement once both are
+    // in: work done while the command runs, not after it exits.
+    let mut report_v: Option<Option<Value>> = None;
+    let mut info_v: Option<Option<Value>> = None;
+    let mut enforced: Option<Enforcement> = None;
     let mut reaped = false;
     let mut over = false;
 
@@ -1187,6 +1193,14 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                             .as_ref()
                             .and_then(|v| v.get("child-pid")?.as_i64())
                             .and_then(|p| libc::pid_t::try_from(p).ok());
+                        info_v = Some(v);
+                    }
+                    if *i == 2 {
+                        report_v = Some(first_json_line(&report.data));
+                    }
+                    if let (Some(r), Some(inf), None) = (&report_v, &info_v, &enforced) {
+                        enforced =
+                            Some(enforcement(plan, &ours, r.as_ref(), inf.as_ref(), user_ns));
                     }
                 }
                 Ok(n) => {
@@ -1305,8 +1319,9 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     for g in &result.git_created {
         result.notes.push(git_created_note(g));
     }
-    let report_v = first_json_line(&report.data);
-    let info_v = first_json_line(&info.data);
+    // Parsed here only if a pipe was left unfinished (a drain cut short).
+    let report_v = report_v.unwrap_or_else(|| first_json_line(&report.data));
+    let info_v = info_v.unwrap_or_else(|| first_json_line(&info.data));
     if !timed_out && interrupted.is_none() {
         classify_setup_failure(
             plan,
@@ -1323,7 +1338,10 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
             result.signal = Some(c - 128);
         }
     }
-    result.enforcement = enforcement(plan, &ours, report_v, info_v, user_ns);
+    result.enforcement = match enforced {
+        Some(e) => e,
+        None => enforcement(plan, &ours, report_v.as_ref(), info_v.as_ref(), user_ns),
+    };
     if plan.proc == crate::plan::ProcStrategy::Tmpfs {
         result
             .degraded
@@ -1451,8 +1469,8 @@ impl OurNamespaces {
 fn enforcement(
     plan: &Plan,
     ours: &OurNamespaces,
-    report: Option<Value>,
-    info: Option<Value>,
+    report: Option<&Value>,
+    info: Option<&Value>,
     user_ns: Option<bool>,
 ) -> Enforcement {
     let mut e = Enforcement {
@@ -1464,7 +1482,7 @@ fn enforcement(
         e.namespaces = not_run("layers=inner: no bwrap");
         e.pivot_root = not_run("layers=inner: no bwrap");
         e.bind_mounts = not_run("layers=inner: no bwrap");
-    } else if let Some(info) = &info {
+    } else if let Some(info) = info {
         let mut ns = serde_json::Map::new();
         for name in ["mnt", "pid", "net", "ipc", "uts", "cgroup"] {
             let theirs = info
@@ -1496,7 +1514,7 @@ fn enforcement(
         e.pivot_root = e.namespaces.clone();
         e.bind_mounts = e.namespaces.clone();
     }
-    match (&plan.layers, &report) {
+    match (&plan.layers, report) {
         (Layers::Outer, _) => {
             let r = "layers=outer: no helper";
             e.no_new_privs = json!({"applied": "by bwrap (not verified)", "reason": r});
