@@ -28,6 +28,11 @@ pub struct Meta {
 /// Filesystem facts (never follows the last symlink in `lstat`).
 pub trait Fs {
     fn lstat(&self, p: &Path) -> Option<Meta>;
+    /// As `lstat`, with the errno of a failure (ENOENT by default: the
+    /// fake trees of the tests know no other).
+    fn lstat_errno(&self, p: &Path) -> std::result::Result<Meta, i32> {
+        self.lstat(p).ok_or(libc::ENOENT)
+    }
     fn canonicalize(&self, p: &Path) -> io::Result<PathBuf>;
     fn read_link(&self, p: &Path) -> io::Result<PathBuf>;
     /// Entry names of a directory, sorted.
@@ -63,7 +68,10 @@ pub struct RealFs;
 
 impl Fs for RealFs {
     fn lstat(&self, p: &Path) -> Option<Meta> {
-        let m = std::fs::symlink_metadata(p).ok()?;
+        self.lstat_errno(p).ok()
+    }
+    fn lstat_errno(&self, p: &Path) -> std::result::Result<Meta, i32> {
+        let m = std::fs::symlink_metadata(p).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         let ft = m.file_type();
         let kind = if ft.is_symlink() {
             Kind::Symlink
@@ -74,7 +82,7 @@ impl Fs for RealFs {
         } else {
             Kind::Other
         };
-        Some(Meta {
+        Ok(Meta {
             kind,
             nlink: m.nlink(),
             uid: m.uid(),
@@ -167,7 +175,9 @@ pub fn maybe_readable(m: &Meta, acl: bool, uid: u32, gid: u32, groups: Option<&[
 /// that could change between two questions.
 pub struct CachedFs<'a> {
     inner: &'a dyn Fs,
-    lstat: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, Option<Meta>>>,
+    lstat: std::cell::RefCell<
+        std::collections::HashMap<std::ffi::OsString, std::result::Result<Meta, i32>>,
+    >,
     links: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, PathBuf>>,
     #[allow(clippy::type_complexity)]
     canon: std::cell::RefCell<
@@ -194,16 +204,19 @@ impl<'a> CachedFs<'a> {
     /// already in the cache (the planner `lstat`s the same roots), so this
     /// costs a few `lstat`s where [`real_path`] costs an open, a readlink in
     /// /proc and a close per path, and in /proc a dentry per fd that
-    /// lingers until the launcher exits. None for anything but a plain success
-    /// (a missing or unreadable component, a non-directory before the end,
-    /// more than 40 links, a link in /proc, whose "magic" links are not
-    /// paths): the kernel's answer, through `inner`, is then the one used, so
-    /// every error is the kernel's.
-    fn walk(&self, p: &Path) -> Option<PathBuf> {
+    /// lingers until the launcher exits. `Missing` when a component does not
+    /// exist (its `lstat` said ENOENT: the kernel's lookup of the whole path
+    /// stops there with ENOENT too, and asking it again cost an open per
+    /// absent home on every run). `Ask` for anything else but a plain success
+    /// (an unreadable component, a non-directory before the end, more than
+    /// 40 links, a link in /proc, whose "magic" links are not paths): the
+    /// kernel's answer, through `inner`, is then the one used, so every error
+    /// is the kernel's.
+    fn walk(&self, p: &Path) -> std::result::Result<PathBuf, Stop> {
         let bytes = p.as_os_str().as_encoded_bytes();
         // A trailing slash asks for a directory, which `components` forgets.
         if !p.is_absolute() || (bytes.len() > 1 && bytes.ends_with(b"/")) {
-            return None;
+            return Err(Stop::Ask);
         }
         let mut out = PathBuf::from("/");
         // Components still to resolve, the next one last.
@@ -227,14 +240,19 @@ impl<'a> CachedFs<'a> {
                 continue;
             }
             let next = out.join(&c);
-            match self.lstat(&next)?.kind {
+            let kind = match self.lstat_errno(&next) {
+                Ok(m) => m.kind,
+                Err(libc::ENOENT) => return Err(Stop::Missing),
+                Err(_) => return Err(Stop::Ask),
+            };
+            match kind {
                 Kind::Dir => out = next,
                 Kind::Symlink => {
                     links += 1;
                     if links > 40 || next.starts_with("/proc") {
-                        return None;
+                        return Err(Stop::Ask);
                     }
-                    let target = self.read_link(&next).ok()?;
+                    let target = self.read_link(&next).map_err(|_| Stop::Ask)?;
                     if target.is_absolute() {
                         out = PathBuf::from("/");
                     }
@@ -242,19 +260,31 @@ impl<'a> CachedFs<'a> {
                 }
                 // Not a directory: only the last component may be one.
                 Kind::File | Kind::Other if todo.is_empty() => out = next,
-                Kind::File | Kind::Other => return None,
+                Kind::File | Kind::Other => return Err(Stop::Ask),
             }
         }
-        Some(out)
+        Ok(out)
     }
+}
+
+/// Why [`CachedFs`]'s walk stopped short of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// A component does not exist: ENOENT.
+    Missing,
+    /// Anything else: the kernel is asked.
+    Ask,
 }
 
 impl Fs for CachedFs<'_> {
     fn lstat(&self, p: &Path) -> Option<Meta> {
+        self.lstat_errno(p).ok()
+    }
+    fn lstat_errno(&self, p: &Path) -> std::result::Result<Meta, i32> {
         if let Some(m) = self.lstat.borrow().get(p.as_os_str()) {
             return *m;
         }
-        let m = self.inner.lstat(p);
+        let m = self.inner.lstat_errno(p);
         self.lstat.borrow_mut().insert(p.as_os_str().to_owned(), m);
         m
     }
@@ -264,8 +294,9 @@ impl Fs for CachedFs<'_> {
             Some(r) => r,
             None => {
                 let r = match self.walk(p) {
-                    Some(r) => Ok(r),
-                    None => self
+                    Ok(r) => Ok(r),
+                    Err(Stop::Missing) => Err((Some(libc::ENOENT), io::ErrorKind::NotFound)),
+                    Err(Stop::Ask) => self
                         .inner
                         .canonicalize(p)
                         .map_err(|e| (e.raw_os_error(), e.kind())),
@@ -808,22 +839,26 @@ mod tests {
             "a/b/tofile",
             "abs/../b/f",
         ];
-        let odd = [
+        // Stop at a missing component: ENOENT without asking the kernel.
+        let missing = [
             "missing",
             "dangling",
-            "loop1",
-            "a/b/f/x",
-            "a/b/tofile/x",
-            "rel/",
-            "a/b/f/",
             "abs/../rel",
+            "a/nothere/c",
+            "rel/c/up/nothere",
         ];
-        for (cases, walks) in [(&clean[..], true), (&odd[..], false)] {
+        let odd = ["loop1", "a/b/f/x", "a/b/tofile/x", "rel/", "a/b/f/"];
+        for (cases, walks) in [
+            (&clean[..], Ok(())),
+            (&missing[..], Err(Stop::Missing)),
+            (&odd[..], Err(Stop::Ask)),
+        ] {
             for c in cases {
                 let p = PathBuf::from(format!("{}/{c}", base.display()));
                 let fs = CachedFs::new(&RealFs);
-                // The clean cases must take the walk, or this test proves nothing.
-                assert_eq!(fs.walk(&p).is_some(), walks, "{c}");
+                // Each case must end where its group says, or this test
+                // proves nothing about that way.
+                assert_eq!(fs.walk(&p).map(|_| ()), walks, "{c}");
                 let got = fs.canonicalize(&p);
                 let want = std::fs::canonicalize(&p);
                 assert_eq!(got.as_ref().ok(), want.as_ref().ok(), "{c}");
@@ -835,11 +870,12 @@ mod tests {
             }
         }
         // /proc links are the kernel's to resolve.
-        assert!(CachedFs::new(&RealFs)
-            .walk(Path::new("/proc/self/exe"))
-            .is_none());
+        assert_eq!(
+            CachedFs::new(&RealFs).walk(Path::new("/proc/self/exe")),
+            Err(Stop::Ask)
+        );
         // Relative paths are not walked.
-        assert!(CachedFs::new(&RealFs).walk(Path::new("a")).is_none());
+        assert_eq!(CachedFs::new(&RealFs).walk(Path::new("a")), Err(Stop::Ask));
     }
 
     #[test]
