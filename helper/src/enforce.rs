@@ -13,6 +13,9 @@ pub struct Options {
     pub source: Source,
     pub report_fd: Option<i32>,
     pub command: Vec<OsString>,
+    /// Stay as the command's init (init.rs): the launcher's bwrap execs the
+    /// helper as the sandbox's pid 1.
+    pub init: bool,
 }
 
 /// Step 1a: a setuid/setgid helper, or one with file capabilities, would
@@ -97,6 +100,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let mounts_verified = mounts::verify(&pol.mounts)?;
     let mut ll = landlock::plan(&pol, landlock::Mode::Enforce)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
+    let init_filter = opts.init.then(seccomp::init_filter).transpose()?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let env_removed = envp.removed.clone();
     let mut cmd = exec::prepare(&opts.command, envp)?;
@@ -122,6 +126,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     }
 
     // 5. Close inherited fds (after Landlock, which needed its own fds).
+    let keep_fds = pol.keep_fds.clone();
     let mut keep = pol.keep_fds.clone();
     keep.extend(opts.report_fd);
     keep.extend(status.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
@@ -154,6 +159,20 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
         })
     });
     sys::default_sigpipe().map_err(|e| Error::Exec(format!("resetting SIGPIPE: {e}")))?;
+
+    // 6b. As the sandbox's init: the command is a child, which goes on
+    //     with 7 and 8 exactly as the helper alone would; this process
+    //     stays as its init under a filter of its own (init.rs).
+    if let Some(init_filter) = &init_filter {
+        let child = sys::fork().map_err(|e| Error::Exec(format!("fork for the command: {e}")))?;
+        if child != 0 {
+            let mut held = keep_fds.clone();
+            held.extend(opts.report_fd);
+            crate::init::run(child, init_filter, &held);
+        }
+        // The command's own Landlock domain, nested in the init's.
+        landlock::nest_scopes(&ll)?;
+    }
 
     // 7. seccomp last: the steps above make calls it may deny.
     seccomp::install(&filter.program)?;

@@ -14,6 +14,7 @@ pub mod errno;
 pub mod error;
 pub mod exec;
 pub mod fds;
+pub mod init;
 pub mod injection;
 pub mod inspect;
 pub mod landlock;

@@ -24,11 +24,13 @@ static ALLOC: cordon_helper::arena::Arena<{ cordon_helper::arena::DEFAULT_BYTES 
     cordon_helper::arena::Arena::new();
 
 const USAGE: &str =
-    "usage: cordon-helper [--policy-file PATH | --policy-fd N] [--report-fd N] -- CMD [ARGS...]
+    "usage: cordon-helper [--policy-file PATH | --policy-fd N] [--report-fd N] [--init] -- CMD [ARGS...]
        cordon-helper --check   [--policy-file PATH | --policy-fd N]
        cordon-helper --explain [--policy-file PATH | --policy-fd N]
        cordon-helper --probe | --version | --help
 Without --policy-file or --policy-fd the policy is read from fd 3.
+--init: as pid 1 of a pid namespace, run the command as a child and stay
+as its init (bwrap --as-pid-1).
 Exit codes: 64 usage, 70 policy, 71 landlock, 72 seccomp, 73 capabilities,
 74 exec, 75 permission, 76 setuid; otherwise the command's own status.";
 
@@ -45,6 +47,7 @@ struct Args {
     source: Option<Source>,
     report_fd: Option<i32>,
     command: Vec<OsString>,
+    init: bool,
 }
 
 fn fd_arg(v: Option<OsString>, flag: &str) -> Result<i32, Error> {
@@ -66,6 +69,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Option<Args>, Er
         source: None,
         report_fd: None,
         command: Vec::new(),
+        init: false,
     };
     let set_mode = |a: &mut Args, m: Mode| {
         if a.mode != Mode::Run {
@@ -112,6 +116,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Option<Args>, Er
                 }
                 a.source = Some(Source::Fd(fd_arg(it.next(), "--policy-fd")?));
             }
+            Some("--init") => a.init = true,
             Some("--report-fd") => {
                 let fd = fd_arg(it.next(), "--report-fd")?;
                 if fd <= 2 {
@@ -139,6 +144,16 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Option<Args>, Er
         return Err(Error::Usage(
             "no command given (cordon-helper [options] -- CMD [ARGS...])".into(),
         ));
+    }
+    if a.init && a.mode != Mode::Run {
+        return Err(Error::Usage("--init is for a run only".into()));
+    }
+    if a.init && std::process::id() != 1 {
+        // Anywhere else the command's leftovers would outlive the init.
+        return Err(Error::Usage(format!(
+            "--init makes the helper the pid 1 of a pid namespace (bwrap --unshare-pid --as-pid-1); it is pid {} here",
+            std::process::id()
+        )));
     }
     if a.mode != Mode::Run && !a.command.is_empty() {
         return Err(Error::Usage(
@@ -199,6 +214,7 @@ fn run(args: impl Iterator<Item = OsString>) -> libc::c_int {
                     source,
                     report_fd: a.report_fd,
                     command: a.command,
+                    init: a.init,
                 }),
             }
         }

@@ -426,6 +426,51 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// fork(2). The helper is single-threaded, so the child may go on running
+/// ordinary code.
+pub fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: fork in a single-threaded process: the child gets a consistent
+    // copy of our memory (no other thread held a lock at the fork).
+    let r = unsafe { libc::fork() };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// wait4(-1): the next child to end, as (pid, status); EINTR is retried.
+pub fn wait_any() -> io::Result<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut st: libc::c_int = 0;
+        // SAFETY: wait4 writes the status into `st`; a null rusage is allowed.
+        let r = unsafe { libc::wait4(-1, &mut st, 0, std::ptr::null_mut()) };
+        if r >= 0 {
+            return Ok((r, st));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// SIGKILL `pid`; errors ignored (it may be gone already).
+pub fn kill_now(pid: libc::pid_t) {
+    // SAFETY: kill takes any pid and signal number.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Not dumpable: another process of our uid can then neither ptrace us nor
+/// read our memory through /proc.
+pub fn set_not_dumpable() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_DUMPABLE, 0) only sets a process attribute.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Restore SIGPIPE's default disposition. Rust's runtime ignores SIGPIPE,
 /// and an ignored disposition survives execve: `yes | head` inside would
 /// otherwise spin on EPIPE instead of dying as it does everywhere else.

@@ -384,6 +384,10 @@ pub fn inner_argv(layers: Layers, helper_via_proc: bool, command: &[String]) -> 
         } else {
             inner.push(format!("/proc/self/fd/{HELPER_FD}"));
         }
+        if layers == Layers::Both {
+            // The helper is the sandbox's pid 1 (bwrap --as-pid-1, below).
+            inner.push("--init".into());
+        }
         inner.extend([
             "--policy-fd".to_string(),
             POLICY_FD.to_string(),
@@ -1359,6 +1363,11 @@ pub fn build(profile: &Profile, opts: &Options, host: &Host, fs: &dyn Fs) -> Res
         }
         for f in ALWAYS_FLAGS {
             a.push(f.into());
+        }
+        if opts.layers == Layers::Both {
+            // No init of bwrap's own (a fork of bwrap, ≈ 0.6 ms of CPU):
+            // the helper is pid 1 and the command's init (`--init`).
+            a.push("--as-pid-1".into());
         }
         a.extend([
             "--uid".into(),

@@ -60,6 +60,7 @@ fn default_profile_exact_argv() {
         "--new-session",
         "--cap-drop",
         "ALL",
+        "--as-pid-1",
         "--uid",
         "1000",
         "--gid",
@@ -117,6 +118,7 @@ fn default_profile_exact_argv() {
         "/work/ws",
         "--",
         "/proc/self/fd/6",
+        "--init",
         "--policy-fd",
         "5",
         "--report-fd",
@@ -251,9 +253,22 @@ fn check_invariants(p: &Plan) {
             "/proc/self/fd/6"
         };
         assert_eq!(
-            &p.inner_argv[..6],
-            &[helper, "--policy-fd", "5", "--report-fd", "3", "--"]
+            &p.inner_argv[..7],
+            &[
+                helper,
+                "--init",
+                "--policy-fd",
+                "5",
+                "--report-fd",
+                "3",
+                "--"
+            ]
         );
+        // The helper is the sandbox's init: bwrap starts no init of its own.
+        assert!(a.iter().any(|x| x == "--as-pid-1"));
+    } else {
+        // Without the helper, bwrap's init keeps the command off pid 1.
+        assert!(!a.iter().any(|x| x == "--as-pid-1"));
     }
 }
 

@@ -3295,3 +3295,84 @@ fn launcher_leaves_no_core_file() {
         "the launcher left a core file in its current directory"
     );
 }
+
+/// With both layers the helper is the sandbox's pid 1 (bwrap --as-pid-1,
+/// helper --init) and the command its child. The command's Landlock domain
+/// is nested in the init's, so it cannot even probe its parent with signal
+/// 0, nor read its memory. Control: with `--layers outer` the parent is
+/// bwrap's own init, outside any Landlock domain, and signal 0 reaches it.
+#[test]
+fn the_helper_is_pid_1_and_out_of_the_commands_reach() {
+    let ws = workspace();
+    let probe = "echo ppid=$PPID; \
+                 kill -0 1 2>/dev/null && echo kill0=ok || echo kill0=denied; \
+                 kill -9 1 2>/dev/null && echo kill9=ok || echo kill9=denied; \
+                 head -c1 /proc/1/mem >/dev/null 2>&1 && echo mem=read || echo mem=denied; \
+                 echo alive";
+    let (v, code) = json_run(ws.path(), &[], &["sh", "-c", probe]);
+    let out = stdout_of(&v);
+    assert_eq!(code, 0, "{v}");
+    for want in [
+        "ppid=1",
+        "kill0=denied",
+        "kill9=denied",
+        "mem=denied",
+        "alive",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want} missing: {out}");
+    }
+    let (v, code) = json_run(ws.path(), &["--layers", "outer"], &["sh", "-c", probe]);
+    let out = stdout_of(&v);
+    assert_eq!(code, 0, "{v}");
+    assert!(out.lines().any(|l| l == "kill0=ok"), "control: {out}");
+}
+
+/// The init's own filter is not the command's: a command policy that
+/// denies wait4 and every way to fork still gets its exit status, and a
+/// signal's death, carried out by the init (which would exit 255 if its
+/// wait4 were denied). Control: the same policy denies wait4 to the command.
+#[test]
+fn the_init_carries_the_status_under_any_command_filter() {
+    let ws = workspace();
+    let cfg = ws.path().join("cordon.toml");
+    std::fs::write(
+        &cfg,
+        "[profiles.nowait]\nsyscalls = { profile = \"default\", deny = [\"wait4\", \"waitid\", \"clone\", \"clone3\", \"fork\", \"vfork\"] }\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let w = ws.path().to_str().unwrap();
+    let base = [
+        "run",
+        "--json",
+        "--config",
+        cfg,
+        "--profile",
+        "nowait",
+        "--workspace",
+        w,
+        "--",
+    ];
+    let go = |cmd: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(cmd);
+        let out = run(&a);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (v, out.status.code())
+    };
+    let (v, code) = go(&["sh", "-c", "exit 5"]);
+    assert_eq!((v["exit_code"].as_i64(), code), (Some(5), Some(5)), "{v}");
+    let (v, _) = go(&["sh", "-c", "kill -TERM $$"]);
+    assert_eq!(v["signal"].as_i64(), Some(15), "{v}");
+    // Control: the command itself cannot start a child it could wait for.
+    let (v, code) = go(&["sh", "-c", "true & wait; echo waited"]);
+    assert_eq!(code, Some(2), "{v}");
+    assert!(
+        v["stderr"]["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Cannot fork"),
+        "the profile denied nothing: {v}"
+    );
+}

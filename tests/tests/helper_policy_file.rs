@@ -1136,3 +1136,30 @@ fn policy_fd_on_stdio_is_refused_for_a_run() {
         .assert_allowed();
     assert!(target.exists());
 }
+
+/// `--init` is for the pid 1 of a pid namespace only (bwrap --as-pid-1, as
+/// `cordon run` starts it): anywhere else the command's leftovers would
+/// outlive the init. Refused before anything is read or applied (64), with
+/// `--check` too. Control: the same run without `--init` runs the command.
+#[test]
+fn init_outside_a_pid_namespace_is_refused_64() {
+    let fx = Fixture::new();
+    let p = valid_policy(&fx);
+    let target = fx.workspace.join("ran");
+    let t = target.to_str().unwrap();
+    let probe = probe_bin();
+    let pr = probe.to_str().unwrap();
+    let r = Spawn::helper_opts(&p, &["--init"], &[pr, "write", t]).run();
+    r.assert_no_crash().assert_exit(exit::USAGE);
+    assert!(
+        r.stderr.starts_with("cordon-helper: error: --init ") && r.stderr.contains("--as-pid-1"),
+        "{r}"
+    );
+    assert!(!target.exists(), "the command ran");
+    Spawn::helper_args(&["--check", "--init", "--policy-file", p.to_str().unwrap()])
+        .run()
+        .assert_exit(exit::USAGE);
+    // Control: without --init the same run runs the command.
+    Spawn::helper(&p, &[pr, "write", t]).run().assert_no_crash();
+    assert!(target.exists(), "control: the command did not run");
+}

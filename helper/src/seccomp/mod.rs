@@ -341,6 +341,39 @@ pub fn for_run(s: &Syscalls, report_fd: Option<i32>) -> Result<Filter> {
     })
 }
 
+/// What the sandbox's init (`--init`) may still do once the command runs:
+/// wait for it, close, exit; anything else kills it, and with it the whole
+/// pid namespace. It never execs: execve is not in the list.
+pub const INIT_CALLS: [&str; 6] = [
+    "wait4",
+    "close",
+    "exit",
+    "exit_group",
+    "rt_sigreturn",
+    "restart_syscall",
+];
+
+/// The init's own filter (see `INIT_CALLS`); the command gets the policy's.
+pub fn init_filter() -> Result<BpfProgram> {
+    let mut entries = BTreeMap::new();
+    for name in INIT_CALLS {
+        let nr = tables::native_nr(name)
+            .ok_or_else(|| Error::Seccomp(format!("init filter: no syscall {name} here")))?;
+        entries.insert(
+            nr,
+            Entry {
+                base: Action::Allow,
+                rules: Vec::new(),
+            },
+        );
+    }
+    emit::build(&Spec {
+        default: Action::KillProcess,
+        entries,
+    })
+    .map_err(Error::Seccomp)
+}
+
 /// Install the filter on the calling thread (the helper is single-threaded).
 pub fn install(program: &BpfProgram) -> Result<()> {
     seccompiler::apply_filter(program)
