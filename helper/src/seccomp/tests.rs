@@ -531,3 +531,39 @@ fn shared_blocks_dedupe_and_fall_back_past_the_jump_limit() {
     assert!(over.len() - pre > 256);
     check_spec(&spec(100, true));
 }
+
+/// The init's filter (`--init`): its six calls pass, anything else kills —
+/// execve, write, a fork — and so do foreign architectures.
+#[test]
+fn init_filter_allows_only_waiting_and_exiting() {
+    let prog = init_filter().unwrap();
+    let d = |name: &str, arch: u32| SeccompData {
+        nr: tables::native_nr(name).unwrap() as i32,
+        arch,
+        instruction_pointer: 0,
+        args: [0; 6],
+    };
+    let allow = ret_value(Action::Allow);
+    let kill = ret_value(Action::KillProcess);
+    for name in INIT_CALLS {
+        assert_eq!(run(&prog, &d(name, ARCH)).unwrap(), allow, "{name}");
+        assert_eq!(run(&prog, &d(name, I386)).unwrap(), kill, "{name} (i386)");
+    }
+    let mut denied = 0;
+    for nr in 0..512u32 {
+        let known = INIT_CALLS.iter().any(|n| tables::native_nr(n) == Some(nr));
+        let data = SeccompData {
+            nr: nr as i32,
+            arch: ARCH,
+            instruction_pointer: 0,
+            args: [0; 6],
+        };
+        let want = if known { allow } else { kill };
+        assert_eq!(run(&prog, &data).unwrap(), want, "nr {nr}");
+        denied += usize::from(!known);
+    }
+    assert!(denied > 400);
+    for name in ["execve", "write", "clone", "kill", "ptrace", "openat"] {
+        assert_eq!(run(&prog, &d(name, ARCH)).unwrap(), kill, "{name}");
+    }
+}
