@@ -2813,14 +2813,7 @@ fn linked_worktree_git_shows_only_what_is_named() {
     std::fs::write(forged.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
     std::fs::write(fake.join("gitdir"), format!("{}/.git\n", forged.display())).unwrap();
     std::fs::write(fake.join("commondir"), format!("{}\n", private.display())).unwrap();
-    if is_root() {
-        let st = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(root.path())
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    chown_to_sandbox(root.path());
     let wt = root.path().join("wt");
     let head = || git(&wt, &["rev-parse", "HEAD"]);
     let before = head();
@@ -2969,14 +2962,7 @@ fn a_concurrent_run_cannot_redirect_a_mount() {
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(root.path().join("marker"), "HOST-MARKER\n").unwrap();
     let stop = ws.join("stop");
-    if is_root() {
-        let st = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(root.path())
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    chown_to_sandbox(root.path());
     // A: an ordinary run, swapping `.git` and a symlink until told to stop.
     let swapper = [
         "import ctypes, os, time",
