@@ -126,7 +126,6 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     }
 
     // 5. Close inherited fds (after Landlock, which needed its own fds).
-    let keep_fds = pol.keep_fds.clone();
     let mut keep = pol.keep_fds.clone();
     keep.extend(opts.report_fd);
     keep.extend(status.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
@@ -166,9 +165,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     if let Some(init_filter) = &init_filter {
         let child = sys::fork().map_err(|e| Error::Exec(format!("fork for the command: {e}")))?;
         if child != 0 {
-            let mut held = keep_fds.clone();
-            held.extend(opts.report_fd);
-            crate::init::run(child, init_filter, &held);
+            crate::init::run(child, init_filter, &keep);
         }
         // The command's own Landlock domain, nested in the init's.
         landlock::nest_scopes(&ll)?;

@@ -31,7 +31,8 @@ pub fn exit_code(status: libc::c_int) -> i32 {
 }
 
 /// The init's side after the fork. `command`: the child's pid; `held`: the
-/// fds above 2 this process still has (the report's, the kept ones).
+/// fds above 2 step 5 left open (the report's, the kept ones), closed one by
+/// one should close_range be missing (kernels before 5.9).
 pub fn run(command: libc::pid_t, program: &BpfProgram, held: &[i32]) -> ! {
     // The report pipe, the command's stdio and any kept fd: the launcher
     // sees each end when the command's last copy closes, not ours.
