@@ -100,7 +100,10 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let mounts_verified = mounts::verify(&pol.mounts)?;
     let mut ll = landlock::plan(&pol, landlock::Mode::Enforce)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
-    let init_filter = opts.init.then(seccomp::init_filter).transpose()?;
+    let init_filter = opts
+        .init
+        .then(|| seccomp::init_filter(opts.report_fd))
+        .transpose()?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let env_removed = envp.removed.clone();
     let mut cmd = exec::prepare(&opts.command, envp)?;
@@ -165,7 +168,7 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     if let Some(init_filter) = &init_filter {
         let child = sys::fork().map_err(|e| Error::Exec(format!("fork for the command: {e}")))?;
         if child != 0 {
-            crate::init::run(child, init_filter, &keep);
+            crate::init::run(child, init_filter, opts.report_fd, &keep);
         }
         // The command's own Landlock domain, nested in the init's.
         landlock::nest_scopes(&ll)?;

@@ -1096,6 +1096,8 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     let mut report_v: Option<Option<Value>> = None;
     let mut info_v: Option<Option<Value>> = None;
     let mut enforced: Option<Enforcement> = None;
+    // The command's end as its init (the helper as pid 1) reported it.
+    let mut init_exit: Option<i32> = None;
     let mut reaped = false;
     let mut over = false;
 
@@ -1197,6 +1199,17 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
                     }
                     if *i == 2 {
                         report_v = Some(first_json_line(&report.data));
+                        init_exit = (plan.layers == Layers::Both)
+                            .then(|| init_exit_code(&report.data))
+                            .flatten();
+                        if init_exit.is_some() && exited.is_none() {
+                            // The command has ended and its init is exiting
+                            // (docs/helper.md, "--init"): bwrap now only
+                            // waits for the kernel to tear the namespaces
+                            // down. Stopped here, the dying init is left as
+                            // `reap_orphans` leaves bwrap's own init.
+                            kill_sandbox(pid);
+                        }
                     }
                     if let (Some(r), Some(inf), None) = (&report_v, &info_v, &enforced) {
                         enforced =
@@ -1303,9 +1316,15 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
     }
 
     use std::os::unix::process::ExitStatusExt;
+    // After the init's report bwrap was stopped by us: its status says
+    // nothing; the init's is what bwrap would have exited with.
+    let (exit_code, signal) = match init_exit {
+        Some(c) if !timed_out && interrupted.is_none() => (Some(c), None),
+        _ => (status.code(), status.signal()),
+    };
     let mut result = SandboxResult {
-        exit_code: status.code(),
-        signal: status.signal(),
+        exit_code,
+        signal,
         stdout: stdout.captured(),
         stderr: stderr.captured(),
         timed_out,
@@ -1374,6 +1393,16 @@ fn first_json_line(data: &[u8]) -> Option<Value> {
     serde_json::from_str(t)
         .ok()
         .or_else(|| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
+}
+
+/// The command's exit code as the helper, the sandbox's init, reported it:
+/// the last line of the report pipe, `{"init_exit":N}` (docs/helper.md).
+fn init_exit_code(report: &[u8]) -> Option<i32> {
+    let text = String::from_utf8_lossy(report);
+    let last = text.lines().last()?;
+    let v: Value = serde_json::from_str(last).ok()?;
+    let c = v.get("init_exit")?.as_i64()?;
+    i32::try_from(c).ok().filter(|c| (0..=255).contains(c))
 }
 
 /// The helper's line after its report when the command's exec failed

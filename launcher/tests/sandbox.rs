@@ -3362,3 +3362,46 @@ fn the_init_carries_the_status_under_any_command_filter() {
         "the profile denied nothing: {v}"
     );
 }
+
+/// With both layers the run ends on the init's report of the command's
+/// status, before bwrap has seen the namespaces torn down: what the
+/// command left running must still be gone when cordon returns. Control:
+/// the leftover is seen (by its marker, from the host) while the run lasts.
+#[test]
+fn leftovers_are_gone_when_the_run_ends_early() {
+    let ws = workspace();
+    for round in 0..5 {
+        let marker = format!("leftover-{}-{round}", std::process::id());
+        // `sh -c '…; :' MARKER` keeps a shell with the marker in its argv.
+        let script = format!("setsid -f sh -c 'sleep 30; :' {marker}; sleep 0.5; exit 7");
+        let mut child = cmd()
+            .args([
+                "run",
+                "--workspace",
+                ws.path().to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while procs_with(&marker).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !procs_with(&marker).is_empty(),
+            "control: the leftover never ran"
+        );
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(7));
+        let left = procs_with(&marker);
+        assert!(
+            left.is_empty(),
+            "still running after cordon returned: {left:?}"
+        );
+    }
+}

@@ -342,8 +342,9 @@ pub fn for_run(s: &Syscalls, report_fd: Option<i32>) -> Result<Filter> {
 }
 
 /// What the sandbox's init (`--init`) may still do once the command runs:
-/// wait for it, close, exit; anything else kills it, and with it the whole
-/// pid namespace. It never execs: execve is not in the list.
+/// wait for it, close, exit, and `write` to the report fd only (the
+/// command's status, see init.rs); anything else kills it, and with it the
+/// whole pid namespace. It never execs: execve is not in the list.
 pub const INIT_CALLS: [&str; 6] = [
     "wait4",
     "close",
@@ -354,8 +355,17 @@ pub const INIT_CALLS: [&str; 6] = [
 ];
 
 /// The init's own filter (see `INIT_CALLS`); the command gets the policy's.
-pub fn init_filter() -> Result<BpfProgram> {
+pub fn init_filter(report_fd: Option<i32>) -> Result<BpfProgram> {
     let mut entries = BTreeMap::new();
+    if let (Some(fd), Some(nr)) = (report_fd, tables::native_nr("write")) {
+        entries.insert(
+            nr,
+            Entry {
+                base: Action::KillProcess,
+                rules: vec![(eq32(0, fd as u64), Action::Allow)],
+            },
+        );
+    }
     for name in INIT_CALLS {
         let nr = tables::native_nr(name)
             .ok_or_else(|| Error::Seccomp(format!("init filter: no syscall {name} here")))?;

@@ -532,25 +532,46 @@ fn shared_blocks_dedupe_and_fall_back_past_the_jump_limit() {
     check_spec(&spec(100, true));
 }
 
-/// The init's filter (`--init`): its six calls pass, anything else kills —
-/// execve, write, a fork — and so do foreign architectures.
+/// The init's filter (`--init`): its six calls pass, `write` only to the
+/// report fd, anything else kills — execve, a fork — and so do foreign
+/// architectures.
 #[test]
 fn init_filter_allows_only_waiting_and_exiting() {
-    let prog = init_filter().unwrap();
-    let d = |name: &str, arch: u32| SeccompData {
+    let prog = init_filter(Some(3)).unwrap();
+    let d = |name: &str, arch: u32, a0: u64| SeccompData {
         nr: tables::native_nr(name).unwrap() as i32,
         arch,
         instruction_pointer: 0,
-        args: [0; 6],
+        args: [a0, 0, 0, 0, 0, 0],
     };
     let allow = ret_value(Action::Allow);
     let kill = ret_value(Action::KillProcess);
     for name in INIT_CALLS {
-        assert_eq!(run(&prog, &d(name, ARCH)).unwrap(), allow, "{name}");
-        assert_eq!(run(&prog, &d(name, I386)).unwrap(), kill, "{name} (i386)");
+        assert_eq!(run(&prog, &d(name, ARCH, 0)).unwrap(), allow, "{name}");
+        assert_eq!(
+            run(&prog, &d(name, I386, 0)).unwrap(),
+            kill,
+            "{name} (i386)"
+        );
     }
+    // write: to the report fd only (compared as an int, as the kernel does).
+    for (fd, want) in [
+        (3, allow),
+        (3 | 1 << 32, allow),
+        (0, kill),
+        (1, kill),
+        (2, kill),
+        (4, kill),
+    ] {
+        assert_eq!(
+            run(&prog, &d("write", ARCH, fd)).unwrap(),
+            want,
+            "write to {fd:#x}"
+        );
+    }
+    let write = tables::native_nr("write");
     let mut denied = 0;
-    for nr in 0..512u32 {
+    for nr in (0..512u32).filter(|nr| Some(*nr) != write) {
         let known = INIT_CALLS.iter().any(|n| tables::native_nr(n) == Some(nr));
         let data = SeccompData {
             nr: nr as i32,
@@ -563,7 +584,10 @@ fn init_filter_allows_only_waiting_and_exiting() {
         denied += usize::from(!known);
     }
     assert!(denied > 400);
-    for name in ["execve", "write", "clone", "kill", "ptrace", "openat"] {
-        assert_eq!(run(&prog, &d(name, ARCH)).unwrap(), kill, "{name}");
+    for name in ["execve", "clone", "kill", "ptrace", "openat"] {
+        assert_eq!(run(&prog, &d(name, ARCH, 0)).unwrap(), kill, "{name}");
     }
+    // Without a report fd, no write at all.
+    let bare = init_filter(None).unwrap();
+    assert_eq!(run(&bare, &d("write", ARCH, 3)).unwrap(), kill);
 }
