@@ -137,7 +137,8 @@ impl Command {
     }
 }
 
-fn itoa(mut n: i32, buf: &mut [u8; 12]) -> &[u8] {
+/// `n` in decimal, without allocating (for paths that run under the filter).
+pub(crate) fn itoa(mut n: i32, buf: &mut [u8; 12]) -> &[u8] {
     let neg = n < 0;
     let mut i = buf.len();
     loop {

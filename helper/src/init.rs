@@ -42,28 +42,13 @@ pub fn exit_code(status: libc::c_int) -> i32 {
 /// leftovers, which its exit kills.
 pub fn status_line(code: i32, buf: &mut [u8; 32]) -> &[u8] {
     const HEAD: &[u8] = b"{\"init_exit\":";
+    let mut digits = [0u8; 12];
+    let n = crate::exec::itoa(code, &mut digits);
+    let end = HEAD.len() + n.len() + 2;
     buf[..HEAD.len()].copy_from_slice(HEAD);
-    let mut n = HEAD.len();
-    let mut digits = [0u8; 11];
-    let mut v = code.unsigned_abs();
-    let mut k = digits.len();
-    loop {
-        k -= 1;
-        digits[k] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if code < 0 {
-        buf[n] = b'-';
-        n += 1;
-    }
-    let len = digits.len() - k;
-    buf[n..n + len].copy_from_slice(&digits[k..]);
-    n += len;
-    buf[n..n + 2].copy_from_slice(b"}\n");
-    &buf[..n + 2]
+    buf[HEAD.len()..end - 2].copy_from_slice(n);
+    buf[end - 2..end].copy_from_slice(b"}\n");
+    &buf[..end]
 }
 
 /// The init's side after the fork. `command`: the child's pid; `report`:
