@@ -186,34 +186,53 @@ struct Sink {
 }
 
 impl Sink {
+    /// `is_dir` may be unknown (`None`) only in [`Mode::Enforce`]: the rule
+    /// is then added with the directory's rights and, if the kernel answers
+    /// EINVAL, again with the file's. The kernel refuses directory rights on
+    /// anything but a directory with EINVAL, and nothing else in this call
+    /// can give EINVAL: the rights are masked to what the ruleset handles,
+    /// the flags are 0 and an empty set is never sent (it gives ENOMSG).
+    /// That saves an `fstat` per rule.
     fn push(
         &mut self,
         path: impl FnOnce() -> PathBuf,
         fd: OwnedFd,
-        is_dir: bool,
+        is_dir: Option<bool>,
         access: Access,
         origin: impl FnOnce() -> Origin,
     ) -> Result<()> {
         self.count += 1;
-        let rights = rights(access, is_dir);
         match self.mode {
             Mode::Enforce => {
                 let Some(rs) = &self.ruleset_fd else {
                     return Ok(());
                 };
-                let access = rights & self.handled;
-                if access.is_empty() {
-                    return Ok(());
-                }
-                sys::landlock_add_path_rule(rs, &fd, access.bits()).map_err(|e| {
+                let add = |rights: BitFlags<AccessFs>| {
+                    let access = rights & self.handled;
+                    if access.is_empty() {
+                        return Ok(());
+                    }
+                    sys::landlock_add_path_rule(rs, &fd, access.bits())
+                };
+                let res = match is_dir {
+                    Some(d) => add(rights(access, d)),
+                    None => match add(rights(access, true)) {
+                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                            add(rights(access, false))
+                        }
+                        other => other,
+                    },
+                };
+                res.map_err(|e| {
                     Error::Landlock(format!("landlock rule on {}: {e}", path().display()))
                 })
                 // `fd` closes here: the rule holds its own reference.
             }
             Mode::Explain => {
+                let is_dir = is_dir.unwrap_or(false);
                 self.listed.push(PathRule {
                     path: path(),
-                    rights,
+                    rights: rights(access, is_dir),
                     is_dir,
                     access,
                     origin: origin(),
@@ -327,7 +346,7 @@ fn expand(
             expand(&child, access, denies, origin, out)?;
             continue;
         }
-        out.push(|| child, fd, is_dir, access, || expanded.clone())?;
+        out.push(|| child, fd, Some(is_dir), access, || expanded.clone())?;
     }
     Ok(())
 }
@@ -481,6 +500,9 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
             .chain(masks.iter().map(|(_, m)| canonical(m)))
             .collect()
     };
+    // Explaining lists each rule's type; masks and carved-out denies compare
+    // identities and types.
+    let need_stat = mode == Mode::Explain || !masks.is_empty() || !denies.is_empty();
     let mut skipped_optional = Vec::new();
     let mut dir = None;
     for (
@@ -496,6 +518,9 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
         let what = || format!("filesystem.allow[{i}]");
         let next = p.allow.get(i + 1).map(|r| r.path.as_path());
         let (fd, is_dir, id) = match open_rule(path, next, &mut dir) {
+            // Nothing below needs the file's type or identity: the sink
+            // learns the type from the kernel (`Sink::push`).
+            Ok(fd) if !need_stat && identity.is_none() => (fd, None, (0, 0)),
             Ok(fd) => {
                 let st = sys::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd)).map_err(|e| {
                     Error::Policy(format!("{}: cannot stat {}: {e}", what(), path.display()))
@@ -515,7 +540,7 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
                         )));
                     }
                 }
-                (fd, is_dir, (st.st_dev, st.st_ino))
+                (fd, Some(is_dir), (st.st_dev, st.st_ino))
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && *optional => {
                 skipped_optional.push(path.clone());
@@ -563,7 +588,7 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
                 .filter(|d| d.starts_with(&canon))
                 .cloned()
                 .collect();
-            if !under.is_empty() && is_dir {
+            if !under.is_empty() && is_dir == Some(true) {
                 drop(fd);
                 expand(&canon, *access, &under, &what(), &mut sink)?;
                 continue;

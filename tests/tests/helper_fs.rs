@@ -439,3 +439,46 @@ fn fs_deny_of_a_hard_linked_file_is_refused() {
         .run()
         .assert_denied("EACCES");
 }
+
+/// The helper adds a rule without stat'ing its path: with the directory's
+/// rights first, and with the file's when the kernel answers EINVAL (not a
+/// directory). Each kind must still get all it grants: a rule on a directory
+/// lets it be opened for listing (READ_DIR), a rule on a file lets it be
+/// written, and neither reaches further.
+#[test]
+fn fs_rules_get_their_directory_or_file_rights_without_a_stat() {
+    let fx = Fixture::new();
+    let listed = fx.outside.join("listed");
+    fs::create_dir_all(&listed).unwrap();
+    let file = fx.outside.join("granted.txt");
+    fs::write(&file, "granted-marker\n").unwrap();
+    let before = fs::read(&fx.secret).unwrap();
+    let mut pol = fx.base_policy();
+    add_allow(&mut pol, &listed, "read");
+    add_allow(&mut pol, &file, "readwrite");
+    let p = fx.policy(&pol);
+    // The directory opens: Landlock passed it, and read(2) on it is EISDIR.
+    Spawn::sandboxed(&p, &["read", s(&listed)])
+        .run()
+        .assert_denied("EISDIR");
+    Spawn::sandboxed(&p, &["write", s(&file)])
+        .run()
+        .assert_allowed();
+    assert!(fs::read_to_string(&file).unwrap().len() > "granted-marker\n".len());
+    // Neither rule reaches its parent or a sibling.
+    Spawn::sandboxed(&p, &["read", s(&fx.outside)])
+        .run()
+        .assert_denied("EACCES");
+    Spawn::sandboxed(&p, &["write", s(&fx.secret)])
+        .run()
+        .assert_denied("EACCES");
+    assert_eq!(fs::read(&fx.secret).unwrap(), before, "secret changed");
+    // Control: without the two rules both are refused.
+    let bare = fx.policy(&fx.base_policy());
+    Spawn::sandboxed(&bare, &["read", s(&listed)])
+        .run()
+        .assert_denied("EACCES");
+    Spawn::sandboxed(&bare, &["write", s(&file)])
+        .run()
+        .assert_denied("EACCES");
+}
