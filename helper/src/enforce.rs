@@ -166,12 +166,16 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     //     with 7 and 8 exactly as the helper alone would; this process
     //     stays as its init under a filter of its own (init.rs).
     if let Some(init_filter) = &init_filter {
-        let child = sys::fork().map_err(|e| Error::Exec(format!("fork for the command: {e}")))?;
-        if child != 0 {
-            crate::init::run(child, init_filter, opts.report_fd, &keep);
-        }
         // The command's own Landlock domain, nested in the init's.
-        landlock::nest_scopes(&ll)?;
+        let scope = landlock::scope_ruleset(&ll)?;
+        let child = crate::init::spawn(&crate::init::Start {
+            scope: scope.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            filter: &filter.program,
+            report: opts.report_fd.zip(report.as_deref().map(str::as_bytes)),
+            command: &cmd,
+        })?;
+        drop(scope);
+        crate::init::run(child, init_filter, opts.report_fd, &keep);
     }
 
     // 7. seccomp last: the steps above make calls it may deny.

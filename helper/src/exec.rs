@@ -118,7 +118,7 @@ impl Command {
     }
 
     /// execve, or report the errno on stderr and exit 74 — without allocating.
-    pub fn exec(self) -> ! {
+    pub fn exec(&self) -> ! {
         let errno = sys::execve(&self.path, &self.argv_ptrs, &self.envp_ptrs);
         let mut buf = [0u8; 12];
         let name: &[u8] = match crate::errno::name(errno as u16) {

@@ -786,30 +786,27 @@ pub fn apply(plan: &mut Plan) -> Result<Applied> {
     })
 }
 
-/// Under `--init` (init.rs), after the fork: the command restricts itself
-/// once more with the plan's scopes alone, so its domain is nested in the
-/// init's. Scoped signals and abstract sockets then stop at the init as they
-/// stop at bwrap's init without `--init`: the command cannot signal, ptrace
-/// or connect to its parent. Nothing to nest when the plan scopes nothing or
-/// the kernel (ABI < 6) cannot scope (the report says so already).
-pub fn nest_scopes(plan: &Plan) -> Result<()> {
+/// Under `--init` (init.rs): the ruleset with which the command's process
+/// restricts itself once more, between its clone and its exec: the plan's
+/// scopes alone, so its domain is nested in the init's. Scoped signals and
+/// abstract sockets then stop at the init as they stop at bwrap's init
+/// without `--init`: the command cannot signal, ptrace or connect to its
+/// parent. Created here, before the clone, because the child may make raw
+/// system calls only (`landlock_restrict_self`). None when the plan scopes
+/// nothing or the kernel (ABI < 6) cannot scope (the report says so already).
+pub fn scope_ruleset(plan: &Plan) -> Result<Option<OwnedFd>> {
     if plan.scopes.is_empty() || plan.kernel_abi < 6 {
-        return Ok(());
+        return Ok(None);
     }
-    let status = Ruleset::default()
+    // Hard requirement: created only if every scope is enforced.
+    let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .scope(plan.scopes)
         .and_then(|r| r.create())
-        .and_then(|r| r.restrict_self())
         .map_err(|e| {
             Error::Landlock(format!("landlock: scoping the command below its init: {e}"))
         })?;
-    match status.ruleset {
-        RulesetStatus::FullyEnforced => Ok(()),
-        other => Err(Error::Landlock(format!(
-            "landlock: scoping the command below its init: {other:?}"
-        ))),
-    }
+    Ok(Option::<OwnedFd>::from(created))
 }
 
 #[cfg(test)]

@@ -426,17 +426,51 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// fork(2). The helper is single-threaded, so the child may go on running
-/// ordinary code.
-pub fn fork() -> io::Result<libc::pid_t> {
-    // SAFETY: fork in a single-threaded process: the child gets a consistent
-    // copy of our memory (no other thread held a lock at the fork).
-    let r = unsafe { libc::fork() };
+/// `clone(CLONE_VM | CLONE_VFORK)`: run `cb` in a child process on `stack`,
+/// in our memory, and return its pid once it has exec'd or exited (we are
+/// suspended until then).
+///
+/// # Safety
+/// Until it execs or exits, `cb` runs in our address space on our thread's
+/// TLS: it must make system calls only (no allocation, no lock, nothing
+/// that leaves our state changed but what it writes on purpose, such as an
+/// atomic failure word), and everything it reads must outlive this call.
+pub unsafe fn clone_vfork(
+    cb: Box<dyn FnMut() -> isize + '_>,
+    stack: &mut [u8],
+) -> io::Result<libc::pid_t> {
+    use nix::sched::CloneFlags;
+    // SAFETY: the caller upholds the child's discipline (above); `stack` is
+    // ours for the call, which returns only after the child has left it.
+    unsafe {
+        nix::sched::clone(
+            cb,
+            stack,
+            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
+            Some(libc::SIGCHLD),
+        )
+    }
+    .map(|p| p.as_raw())
+    .map_err(|e| io::Error::from_raw_os_error(e as i32))
+}
+
+/// landlock_restrict_self(2) with a ruleset fd, as a raw system call (for the
+/// command's process between clone and exec, see [`clone_vfork`]).
+pub fn landlock_restrict_self(ruleset: RawFd) -> io::Result<()> {
+    // SAFETY: takes an fd and flags 0; reads no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) };
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
-        Ok(r)
+        Ok(())
     }
+}
+
+/// waitpid(pid) for a child known to have exited; its status is dropped.
+pub fn reap(pid: libc::pid_t) {
+    let mut st = 0;
+    // SAFETY: waitpid writes the status into `st`, a valid int.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
 }
 
 /// wait4(-1): the next child to end, as (pid, status); EINTR is retried.
