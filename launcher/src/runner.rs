@@ -1237,7 +1237,15 @@ fn supervise(plan: &Plan, mut l: Launched, cfg: &RunConfig) -> Result<SandboxRes
         if exited.is_none() && pfds.get(pid_idx).is_some_and(|p| p.revents != 0) {
             exited = Some(sys::wait_exit(pid).map_err(|e| Error::io("wait", e))?);
             // Nothing of the sandbox may outlive bwrap (see set_child_subreaper).
-            over = reap_orphans(pid, sandbox_init);
+            // After the init's status line its zombie, if bwrap left it to us,
+            // is all there can be: bwrap had no other child, and the init
+            // became a zombie only once every process of its pid namespace
+            // was gone. Reaped by its pid (no /proc lookup, no signal); if it
+            // is not ours or not yet a zombie, the full search runs.
+            over = match (init_exit, sandbox_init) {
+                (Some(_), Some(init)) if sys::try_reap(init) => true,
+                _ => reap_orphans(pid, sandbox_init),
+            };
             reaped = true;
             if over {
                 // Read what is buffered, then stop: do not wait for the
