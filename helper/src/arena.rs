@@ -1,5 +1,6 @@
-//! A bump allocator for a short-lived process: one mapping, allocated from
-//! front to back, never reused, released by exec or exit. The helper's global
+//! A bump allocator for a short-lived process: one mapping, small blocks
+//! allocated from front to back and large ones ([`LARGE`]) from back to
+//! front, never reused, released by exec or exit. The helper's global
 //! allocator; the launcher shares this file (`#[path]` in launcher/src/main.rs)
 //! with a smaller arena, for the same reason: musl's allocator returns freed
 //! memory to the kernel one `munmap` at a time (≈ 0.4 ms per `cordon run`).
@@ -16,27 +17,47 @@
 //! system allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Address space only (MAP_NORESERVE, faulted on touch): large policies
 /// (1 000 path rules take ~1.5 MiB) stay out of the slower system allocator.
 pub const DEFAULT_BYTES: usize = 8 * 1024 * 1024;
 pub const PREFAULT_BYTES: usize = 160 * 1024;
 
+/// Blocks this large come from the arena's far end, downwards. The big
+/// buffers a run asks for (a 64 KiB read buffer, a child's stack) are
+/// mostly never touched: kept apart from the small blocks, they stay out
+/// of the populated range and cost only the pages actually written.
+pub const LARGE: usize = 32 * 1024;
+
 /// `BYTES`: the size of the mapping; what does not fit goes to `System`.
 /// `PREFAULT`: how much of it is populated when it is mapped.
 pub struct Arena<const BYTES: usize = DEFAULT_BYTES, const PREFAULT: usize = PREFAULT_BYTES> {
     /// Start of the mapping; 0 until mapped, usize::MAX if mapping failed.
     base: AtomicUsize,
-    /// Bytes handed out so far.
-    used: AtomicUsize,
+    /// Both cursors in one word, so one compare-and-swap moves either:
+    /// the low half is the bytes handed out from the start (small blocks),
+    /// the high half those handed out from the end ([`LARGE`] blocks). Both
+    /// only grow.
+    state: AtomicU64,
+}
+
+/// (bytes from the start, bytes from the end) in one word.
+fn pack(bottom: usize, top: usize) -> u64 {
+    bottom as u64 | (top as u64) << 32
+}
+
+fn unpack(s: u64) -> (usize, usize) {
+    (s as u32 as usize, (s >> 32) as usize)
 }
 
 impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
     pub const fn new() -> Self {
+        // Each cursor must fit its half of `state`.
+        assert!(BYTES < 1 << 32);
         Arena {
             base: AtomicUsize::new(0),
-            used: AtomicUsize::new(0),
+            state: AtomicU64::new(0),
         }
     }
 
@@ -127,16 +148,30 @@ impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
     /// A fresh block from the arena, or None when it is full or unmapped.
     fn bump(&self, layout: Layout) -> Option<*mut u8> {
         let base = self.base()?;
-        let mut cur = self.used.load(Ordering::Relaxed);
+        let align = layout.align();
+        let mut cur = self.state.load(Ordering::Relaxed);
         loop {
-            let start = (base + cur + layout.align() - 1) & !(layout.align() - 1);
-            let end = start - base + layout.size();
-            if end > BYTES {
-                return None;
-            }
+            let (bottom, top) = unpack(cur);
+            let (start, next) = if layout.size() >= LARGE {
+                // Down from the free range's end, aligned down.
+                let start = (BYTES - top)
+                    .checked_sub(layout.size())
+                    .map(|o| (base + o) & !(align - 1))?;
+                if start < base + bottom {
+                    return None;
+                }
+                (start, pack(bottom, BYTES - (start - base)))
+            } else {
+                let start = (base + bottom + align - 1) & !(align - 1);
+                let end = start - base + layout.size();
+                if end > BYTES - top {
+                    return None;
+                }
+                (start, pack(end, top))
+            };
             match self
-                .used
-                .compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed)
+                .state
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => return Some(start as *mut u8),
                 Err(now) => cur = now,
@@ -148,8 +183,8 @@ impl<const BYTES: usize, const PREFAULT: usize> Arena<BYTES, PREFAULT> {
 // SAFETY: `alloc` returns either a fresh, suitably aligned, never-reused
 // region inside the arena (bounds checked against BYTES) or memory from
 // `System`; `dealloc` forwards only pointers outside the arena to `System`, so
-// each allocator only ever frees its own memory. `used` only grows, so every
-// byte past it is still as the kernel mapped it: zero.
+// each allocator only ever frees its own memory. Both cursors only grow, so
+// every byte between them is still as the kernel mapped it: zero.
 unsafe impl<const BYTES: usize, const PREFAULT: usize> GlobalAlloc for Arena<BYTES, PREFAULT> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match self.bump(layout) {
@@ -186,17 +221,26 @@ unsafe impl<const BYTES: usize, const PREFAULT: usize> GlobalAlloc for Arena<BYT
             let end = ptr as usize - base + layout.size();
             let new_end = ptr as usize - base + new_size;
             if new_size <= layout.size() {
-                // Shrinking: keep the block. `used` never goes back, so the
-                // bytes past it stay zero (see alloc_zeroed).
+                // Shrinking: keep the block. The cursors never go back, so
+                // the bytes past it stay zero (see alloc_zeroed).
                 return ptr;
             }
-            if new_end <= BYTES
-                && self
-                    .used
-                    .compare_exchange(end, new_end, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return ptr;
+            // Only the last small block ends at the bottom cursor.
+            let mut cur = self.state.load(Ordering::Relaxed);
+            loop {
+                let (bottom, top) = unpack(cur);
+                if bottom != end || new_end > BYTES - top {
+                    break;
+                }
+                match self.state.compare_exchange_weak(
+                    cur,
+                    pack(new_end, top),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return ptr,
+                    Err(now) => cur = now,
+                }
             }
         }
         // SAFETY: the default path: a new block with the caller's (valid)
@@ -239,7 +283,7 @@ mod tests {
         }
     }
 
-    /// alloc_zeroed skips the memset: safe only because `used` never goes
+    /// alloc_zeroed skips the memset: safe only because a cursor never goes
     /// back, not even when the last block shrinks.
     #[test]
     fn zeroed_blocks_are_zero_after_a_shrunk_last_block() {
@@ -306,5 +350,59 @@ mod tests {
         assert!(!p.is_null() && !a.owns(p));
         // SAFETY: p came from this allocator with layout `big`.
         unsafe { a.dealloc(p, big) };
+    }
+
+    /// Large blocks come down from the end, small ones up from the start:
+    /// disjoint, each zero when new, and the two meet without overlapping.
+    #[test]
+    fn large_blocks_come_from_the_end_and_never_meet_small_ones() {
+        let a: Arena<{ 256 * 1024 }, 4096> = Arena::new();
+        let small = Layout::from_size_align(1000, 8).unwrap();
+        let large = Layout::from_size_align(LARGE + 100, 4096).unwrap();
+        // SAFETY: valid layouts; each pointer is used only within its size.
+        unsafe {
+            let s1 = a.alloc(small);
+            let l1 = a.alloc_zeroed(large);
+            let s2 = a.alloc(small);
+            assert!(a.owns(s1) && a.owns(l1) && a.owns(s2));
+            assert_eq!(l1 as usize % 4096, 0);
+            assert!(
+                l1 as usize > s2 as usize,
+                "large blocks sit above small ones"
+            );
+            assert_eq!(s2 as usize, s1 as usize + 1000, "small blocks stay dense");
+            assert!(std::slice::from_raw_parts(l1, LARGE + 100)
+                .iter()
+                .all(|b| *b == 0));
+            l1.write_bytes(0xaa, LARGE + 100);
+            // The last small block still grows in place, up to the large ones.
+            assert_eq!(a.realloc(s2, small, 4000), s2);
+            // Fill the gap: every block disjoint, until the arena says no
+            // and the system allocator takes over.
+            let mut blocks = vec![
+                (s1 as usize, 1000),
+                (s2 as usize, 4000),
+                (l1 as usize, LARGE + 100),
+            ];
+            loop {
+                let p = a.alloc(large);
+                if !a.owns(p) {
+                    a.dealloc(p, large);
+                    break;
+                }
+                blocks.push((p as usize, LARGE + 100));
+            }
+            let q = a.alloc(small);
+            if a.owns(q) {
+                blocks.push((q as usize, 1000));
+            }
+            blocks.sort();
+            for w in blocks.windows(2) {
+                assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
+            }
+            assert!(std::slice::from_raw_parts(l1, LARGE + 100)
+                .iter()
+                .all(|b| *b == 0xaa));
+        }
     }
 }

@@ -11,15 +11,15 @@ mod arena;
 #[path = "../../helper/src/startup.rs"]
 mod startup;
 
-// A run reaches ≈ 270 KiB into the arena (≈ 300 with --json; the output
-// buffer's 64 KiB are mostly untouched), ≈ 40 of them before bwrap is
-// started: only those are populated at the start; the rest once bwrap is
-// loading (AFTER_EARLY_LAUNCH), where zeroing them costs no wall time. Left
-// to fault one page at a time, they came due after the command's end (13
-// faults per run, traced).
+// A run's small blocks reach ≈ 150 KiB into the arena (with --json; its
+// big buffers, mostly untouched, come from the arena's far end: arena.rs,
+// LARGE), ≈ 40 of them before bwrap is started: only those are populated
+// at the start; the rest once bwrap is loading (AFTER_EARLY_LAUNCH), where
+// zeroing them costs no wall time. Left to fault one page at a time, they
+// came due after the command's end (13 faults per run, traced).
 #[global_allocator]
 static ALLOC: arena::Arena<{ 4 * 1024 * 1024 }, { 48 * 1024 }> = arena::Arena::new();
-const POPULATED: usize = 320 * 1024;
+const POPULATED: usize = 176 * 1024;
 
 #[no_mangle]
 extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
