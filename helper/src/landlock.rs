@@ -9,7 +9,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde_json::{json, Value};
-use std::os::fd::OwnedFd;
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 /// The ABI this helper was written and tested against. Rights are derived
@@ -183,9 +183,59 @@ struct Sink {
     handled: BitFlags<AccessFs>,
     count: usize,
     listed: Vec<PathRule>,
+    /// Rule fds already added, closed [`CLOSE_BATCH`] at a time.
+    added: Vec<RawFd>,
+}
+
+/// Rule fds are closed this many at a time, a `close_range` per run of
+/// consecutive numbers: a few system calls instead of 32 (≈ −0.3 ms at
+/// 1 000 rules here). Few enough that the
+/// fd table keeps its initial 64 slots, and an open that meets
+/// RLIMIT_NOFILE first closes the batch and tries again.
+const CLOSE_BATCH: usize = 32;
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.close_added();
+    }
 }
 
 impl Sink {
+    fn close_added(&mut self) {
+        // One close_range per run of consecutive numbers: new fds take the
+        // lowest free numbers, so a batch is a few runs around the fds held
+        // meanwhile (the ruleset's, a rule's directory).
+        self.added.sort_unstable();
+        let mut rest = &self.added[..];
+        while let Some(&lo) = rest.first() {
+            let n = rest
+                .iter()
+                .enumerate()
+                .take_while(|(i, fd)| **fd == lo + *i as RawFd)
+                .count();
+            let hi = rest[n - 1];
+            if sys::close_range(lo as u32, hi as u32).is_err() {
+                rest[..n].iter().for_each(|fd| sys::close(*fd));
+            }
+            rest = &rest[n..];
+        }
+        self.added.clear();
+    }
+
+    /// `open`, once more after closing the batch if the fd limit was met.
+    fn open(
+        &mut self,
+        mut open: impl FnMut() -> std::io::Result<OwnedFd>,
+    ) -> std::io::Result<OwnedFd> {
+        match open() {
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) && !self.added.is_empty() => {
+                self.close_added();
+                open()
+            }
+            r => r,
+        }
+    }
+
     /// `is_dir` may be unknown (`None`) only in [`Mode::Enforce`]: the rule
     /// is then added with the directory's rights and, if the kernel answers
     /// EINVAL, again with the file's. The kernel refuses directory rights on
@@ -225,8 +275,14 @@ impl Sink {
                 };
                 res.map_err(|e| {
                     Error::Landlock(format!("landlock rule on {}: {e}", path().display()))
-                })
-                // `fd` closes here: the rule holds its own reference.
+                })?;
+                // The rule holds its own reference: the fd is closed with
+                // its batch.
+                self.added.push(fd.into_raw_fd());
+                if self.added.len() >= CLOSE_BATCH {
+                    self.close_added();
+                }
+                Ok(())
             }
             Mode::Explain => {
                 let is_dir = is_dir.unwrap_or(false);
@@ -323,7 +379,7 @@ fn expand(
         // Never follow: a symlink in the expanded directory must not re-grant
         // the denied target. (A rule on a symlink's own inode grants nothing.)
         // Opened relative to the directory: one component to look up.
-        let fd = match sys::open_path_at(&dir_fd, &name, false) {
+        let fd = match out.open(|| sys::open_path_at(&dir_fd, &name, false)) {
             Ok(fd) => fd,
             // Raced away between readdir and open: nothing to grant.
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
@@ -473,6 +529,11 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
         handled: handled_fs & known,
         count: 0,
         listed: Vec::new(),
+        added: Vec::with_capacity(if mode == Mode::Enforce {
+            CLOSE_BATCH
+        } else {
+            0
+        }),
     };
     // Every deny is checked against the allow rules; only those not verified
     // as masked are carved out with Landlock, and paths are resolved only
@@ -517,7 +578,7 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
     {
         let what = || format!("filesystem.allow[{i}]");
         let next = p.allow.get(i + 1).map(|r| r.path.as_path());
-        let (fd, is_dir, id) = match open_rule(path, next, &mut dir) {
+        let (fd, is_dir, id) = match sink.open(|| open_rule(path, next, &mut dir)) {
             // Nothing below needs the file's type or identity: the sink
             // learns the type from the kernel (`Sink::push`).
             Ok(fd) if !need_stat && identity.is_none() => (fd, None, (0, 0)),
@@ -597,7 +658,7 @@ pub fn plan(p: &Policy, mode: Mode) -> Result<Plan> {
         sink.push(|| path.clone(), fd, is_dir, *access, || Origin::Allow(i))?;
     }
     Ok(Plan {
-        rules: sink.listed,
+        rules: std::mem::take(&mut sink.listed),
         path_rules: sink.count,
         skipped_optional,
         handled_fs,

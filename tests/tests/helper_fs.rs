@@ -482,3 +482,37 @@ fn fs_rules_get_their_directory_or_file_rights_without_a_stat() {
         .run()
         .assert_denied("EACCES");
 }
+
+/// Rule fds are closed in batches; under a limit lower than a batch, an open
+/// that meets RLIMIT_NOFILE closes the batch and goes on: every rule still
+/// lands, and nothing else is granted.
+#[test]
+fn fs_rules_under_a_tiny_fd_limit_are_all_enforced() {
+    let fx = Fixture::new();
+    let mut pol = json!({"filesystem": {"allow": [
+        {"path": probe_bin(), "access": "execute"},
+    ]}});
+    let files: Vec<_> = (0..100)
+        .map(|i| fx.ws_file(&format!("few/f{i}"), &format!("marker-{i}\n")))
+        .collect();
+    for f in &files {
+        add_allow(&mut pol, f, "read");
+    }
+    let unlisted = fx.ws_file("few/unlisted", "unlisted-marker\n");
+    let p = fx.policy(&pol);
+    for i in [0, 31, 32, 63, 99] {
+        Spawn::sandboxed(&p, &["read", s(&files[i]), &format!("marker-{i}")])
+            .nofile(16)
+            .run()
+            .assert_allowed();
+    }
+    Spawn::sandboxed(&p, &["read", s(&unlisted), "unlisted-marker"])
+        .nofile(16)
+        .run()
+        .assert_denied("EACCES");
+    // Control: the same read works without the sandbox and the same limit.
+    Spawn::probe(&["read", s(&unlisted), "unlisted-marker"])
+        .nofile(16)
+        .run()
+        .assert_allowed();
+}
