@@ -162,7 +162,7 @@ pub struct Plan {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Add each rule to a ruleset as soon as its path is open and checked,
-    /// then close the path with its batch ([`CLOSE_BATCH`]), so any number
+    /// then close the path with its batch (`CLOSE_BATCH`), so any number
     /// of rules fits under RLIMIT_NOFILE (a ruleset has no effect until
     /// `restrict_self`, so this is still before any side effect).
     Enforce,
