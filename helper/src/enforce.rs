@@ -100,10 +100,6 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let mounts_verified = mounts::verify(&pol.mounts)?;
     let mut ll = landlock::plan(&pol, landlock::Mode::Enforce)?;
     let filter = seccomp::for_run(&pol.syscalls, opts.report_fd)?;
-    let init_filter = opts
-        .init
-        .then(|| seccomp::init_filter(opts.report_fd))
-        .transpose()?;
     let envp = env::prepare(&pol.env, std::env::vars_os().collect());
     let env_removed = envp.removed.clone();
     let mut cmd = exec::prepare(&opts.command, envp)?;
@@ -140,9 +136,9 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
 
     // The PATH search runs under Landlock, seeing what the command will see.
     cmd.resolve()?;
-    cmd.report_failure_to(opts.report_fd);
-    // Built only when someone reads it (≈ 30 µs of JSON).
-    let report = opts.report_fd.map(|_| {
+    // Built only when someone reads it (≈ 30 µs of JSON); under `--init`
+    // by the init, while the command starts.
+    let report = || {
         report::build(report::Facts {
             landlock: ll.report_json(&applied),
             seccomp: json!({
@@ -159,24 +155,35 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
             env_removed,
             warnings,
         })
-    });
+    };
     sys::default_sigpipe().map_err(|e| Error::Exec(format!("resetting SIGPIPE: {e}")))?;
 
     // 6b. As the sandbox's init: the command is a child, which goes on
-    //     with 7 and 8 exactly as the helper alone would; this process
-    //     stays as its init under a filter of its own (init.rs).
-    if let Some(init_filter) = &init_filter {
+    //     with 7 and its exec as the helper alone would; this process
+    //     writes the report (8) and stays as its init under a filter of
+    //     its own (init.rs).
+    if opts.init {
         // The command's own Landlock domain, nested in the init's.
         let scope = landlock::scope_ruleset(&ll)?;
-        let child = crate::init::spawn(&crate::init::Start {
+        let (child, exec_errno) = crate::init::spawn(&crate::init::Start {
             scope: scope.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             filter: &filter.program,
-            report: opts.report_fd.zip(report.as_deref().map(str::as_bytes)),
             command: &cmd,
         })?;
         drop(scope);
-        crate::init::run(child, init_filter, opts.report_fd, &keep);
+        if let Some(fd) = opts.report_fd {
+            // The report, then a failed exec's line after it, as the
+            // helper alone writes them. A reader gone (SIGPIPE) ends the
+            // init, and its pid namespace with it.
+            let _ = sys::write_all(fd, report().as_bytes());
+            if let Some(e) = exec_errno {
+                cmd.report_failure(fd, e);
+            }
+        }
+        crate::init::run(child, opts.report_fd, &keep);
     }
+    cmd.report_failure_to(opts.report_fd);
+    let report = opts.report_fd.map(|_| report());
 
     // 7. seccomp last: the steps above make calls it may deny.
     seccomp::install(&filter.program)?;

@@ -119,21 +119,42 @@ impl Command {
 
     /// execve, or report the errno on stderr and exit 74 — without allocating.
     pub fn exec(&self) -> ! {
-        let errno = sys::execve(&self.path, &self.argv_ptrs, &self.envp_ptrs);
-        let mut buf = [0u8; 12];
-        let name: &[u8] = match crate::errno::name(errno as u16) {
-            Some(n) => n.as_bytes(),
-            None => itoa(errno, &mut buf),
-        };
-        let _ = sys::write_all(2, &self.msg_prefix);
-        let _ = sys::write_all(2, name);
-        let _ = sys::write_all(2, b"\n");
+        let errno = self.try_exec();
+        self.say_failure(errno);
         if let Some(fd) = self.report_fd {
-            let _ = sys::write_all(fd, &self.report_prefix);
-            let _ = sys::write_all(fd, name);
-            let _ = sys::write_all(fd, b"\"}}\n");
+            self.report_failure(fd, errno);
         }
         sys::exit_now(74)
+    }
+
+    /// execve; returns only on failure, with the errno (nothing written).
+    pub fn try_exec(&self) -> i32 {
+        sys::execve(&self.path, &self.argv_ptrs, &self.envp_ptrs)
+    }
+
+    /// The failed exec's message on stderr, without allocating.
+    pub fn say_failure(&self, errno: i32) {
+        let mut buf = [0u8; 12];
+        let _ = sys::write_all(2, &self.msg_prefix);
+        let _ = sys::write_all(2, errno_name(errno, &mut buf));
+        let _ = sys::write_all(2, b"\n");
+    }
+
+    /// The failed exec's report line on `fd` (see `report_failure_to`),
+    /// without allocating.
+    pub fn report_failure(&self, fd: i32, errno: i32) {
+        let mut buf = [0u8; 12];
+        let _ = sys::write_all(fd, &self.report_prefix);
+        let _ = sys::write_all(fd, errno_name(errno, &mut buf));
+        let _ = sys::write_all(fd, b"\"}}\n");
+    }
+}
+
+/// `E...` for a known errno, else its number.
+fn errno_name(errno: i32, buf: &mut [u8; 12]) -> &[u8] {
+    match crate::errno::name(errno as u16) {
+        Some(n) => n.as_bytes(),
+        None => itoa(errno, buf),
     }
 }
 

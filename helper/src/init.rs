@@ -35,12 +35,13 @@ pub struct Start<'a> {
     pub scope: Option<RawFd>,
     /// The command's filter (step 7).
     pub filter: &'a BpfProgram,
-    /// The report fd and the report (step 8).
-    pub report: Option<(RawFd, &'a [u8])>,
     pub command: &'a crate::exec::Command,
 }
 
-/// Start the command's process with vfork semantics, steps 7 and 8 in it.
+/// Start the command's process with vfork semantics: step 7 and the exec
+/// in it. Returns its pid, and the errno of its exec if that failed (it
+/// has then said so on stderr and exited 74; the report's line for it is
+/// the caller's to write, after the report).
 ///
 /// Why not fork: `clone(CLONE_VM | CLONE_VFORK)` copies nothing (fork took
 /// ≈ 80 µs here, and copy-on-write faults followed on both sides), and it
@@ -48,14 +49,14 @@ pub struct Start<'a> {
 /// we leave instead of waiting for the other one to wake (≈ 95 µs from
 /// fork to the child's first instruction, traced). The price is the
 /// child's discipline: it runs in our memory, so it makes system calls only
-/// (`landlock_restrict_self`, `seccomp`, `write`, `execve`, `exit`), reads
-/// what was built before, and writes nothing of ours but the `failed` word.
-/// A step that fails there is reported here, as the same step would be
-/// without `--init`: 71 for the scope, 72 for the filter. A failed exec
-/// reports itself (exit 74, exec.rs) and is the init's to reap.
-pub fn spawn(s: &Start) -> Result<libc::pid_t> {
+/// (`landlock_restrict_self`, `seccomp`, `execve`, `write` to stderr,
+/// `exit`), reads what was built before, and writes nothing of ours but the
+/// `failed` word. A step that fails there is reported here, as the same
+/// step would be without `--init`: 71 for the scope, 72 for the filter.
+pub fn spawn(s: &Start) -> Result<(libc::pid_t, Option<i32>)> {
     const SCOPE: u64 = 1;
     const FILTER: u64 = 2;
+    const EXEC: u64 = 3;
     let failed = AtomicU64::new(0);
     // The child needs well under a page; the rest is never touched.
     let mut stack = vec![0u8; 64 << 10];
@@ -81,25 +82,27 @@ pub fn spawn(s: &Start) -> Result<libc::pid_t> {
             );
             return 72;
         }
-        if let Some((fd, report)) = s.report {
-            // If the reader is gone, SIGPIPE ends this process here: no
-            // report, no command (as without `--init`).
-            let _ = sys::write_all(fd, report);
-        }
-        s.command.exec()
+        let errno = s.command.try_exec();
+        s.command.say_failure(errno);
+        fail(EXEC, Some(errno));
+        74
     });
     // SAFETY: the child above makes system calls only and writes nothing of
     // ours but `failed`; `s`, `failed` and `stack` outlive the call.
     let pid = unsafe { sys::clone_vfork(cb, &mut stack) }
         .map_err(|e| Error::Exec(format!("starting the command: {e}")))?;
     let f = failed.load(Ordering::Relaxed);
-    if f == 0 {
-        return Ok(pid);
+    let errno = f as u32 as i32;
+    match f >> 32 {
+        0 => return Ok((pid, None)),
+        // Exited 74: the init reaps it and reports that code.
+        EXEC => return Ok((pid, Some(errno))),
+        _ => {}
     }
     sys::reap(pid);
-    let e = match f as u32 {
+    let e = match errno {
         0 => "failed".to_string(),
-        n => std::io::Error::from_raw_os_error(n as i32).to_string(),
+        n => std::io::Error::from_raw_os_error(n).to_string(),
     };
     Err(match f >> 32 {
         SCOPE => Error::Landlock(format!("landlock: scoping the command below its init: {e}")),
@@ -134,11 +137,14 @@ pub fn status_line(code: i32, buf: &mut [u8; 32]) -> &[u8] {
     &buf[..end]
 }
 
-/// The init's side after the fork. `command`: the child's pid; `report`:
+/// The init's side after the clone. `command`: the child's pid; `report`:
 /// the report fd, kept for the status line; `held`: the fds above 2 step 5
 /// left open (the report's, the kept ones), closed one by one should
 /// close_range be missing (kernels before 5.9).
-pub fn run(command: libc::pid_t, program: &BpfProgram, report: Option<i32>, held: &[i32]) -> ! {
+pub fn run(command: libc::pid_t, report: Option<i32>, held: &[i32]) -> ! {
+    // Built here, while the command starts: nothing of it depends on the
+    // policy, and failing now stops the command as below.
+    let program = crate::seccomp::init_filter(report);
     // The command's stdio and any kept fd: the launcher sees each end when
     // the command's last copy closes, not ours. The report fd stays, for
     // the status line (the command closed its copy at exec).
@@ -159,7 +165,10 @@ pub fn run(command: libc::pid_t, program: &BpfProgram, report: Option<i32>, held
     }
     // Defence in depth: the init runs our code only; if it cannot be
     // confined as planned, the command does not run on under it.
-    if sys::set_not_dumpable().is_err() || crate::seccomp::install(program).is_err() {
+    // Not dumpable first: the filter then refuses prctl.
+    if sys::set_not_dumpable().is_err()
+        || !program.is_ok_and(|p| crate::seccomp::install(&p).is_ok())
+    {
         sys::kill_now(command);
         sys::exit_now(72);
     }
