@@ -88,7 +88,8 @@ fn try_run(opts: Options) -> Result<std::convert::Infallible> {
     let bytes = policy_source::read(&opts.source)?;
     // Opened now for step 6, which reads its capability masks: Landlock may
     // hide /proc by then. Kept open through step 5, closed after 6.
-    let status = sys::open_thread_status();
+    // The process's: the helper has one thread (sys.rs).
+    let status = sys::open_process_status();
     // Read once here for the fd table size and the bounding set (the kernel
     // generates the whole file on every read); read back after step 6.
     let status_text = status.as_ref().and_then(sys::read_status);

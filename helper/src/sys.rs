@@ -169,11 +169,20 @@ pub fn open_policy(path: &Path) -> io::Result<OwnedFd> {
 /// from offset 0 shows the thread's state at that moment; opened before
 /// Landlock, it stays readable after.
 pub fn open_thread_status() -> Option<OwnedFd> {
-    let fd = open_raw(
-        Path::new("/proc/thread-self/status"),
-        libc::O_RDONLY | libc::O_CLOEXEC,
-    )
-    .ok()?;
+    open_status_file(Path::new("/proc/thread-self/status"))
+}
+
+/// The process's status file, as [`open_thread_status`]. For a process of
+/// one thread, as the helper is, its fields are that thread's (the
+/// capability sets are the leader's), and it is fewer lookups away: in the
+/// sandbox's fresh procfs `/proc/thread-self/status` cost ≈ 0.1 ms more
+/// per run (`<pid>/task/<tid>` created, then flushed at exit).
+pub fn open_process_status() -> Option<OwnedFd> {
+    open_status_file(Path::new("/proc/self/status"))
+}
+
+fn open_status_file(path: &Path) -> Option<OwnedFd> {
+    let fd = open_raw(path, libc::O_RDONLY | libc::O_CLOEXEC).ok()?;
     // SAFETY: an all-zero statfs is a valid value for fstatfs to overwrite.
     let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open; `sf` is a valid statfs to write into.
