@@ -14,6 +14,31 @@ fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `n` files in the workspace's `dir`, each holding `marker-<i>` and
+/// granted `read` by its own rule (after the probe's `execute`), and one
+/// more file left without a rule: (the files, that one, the policy).
+fn file_rules(
+    fx: &Fixture,
+    dir: &str,
+    n: usize,
+) -> (
+    Vec<std::path::PathBuf>,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let mut pol = json!({"filesystem": {"allow": [
+        {"path": probe_bin(), "access": "execute"},
+    ]}});
+    let files: Vec<_> = (0..n)
+        .map(|i| fx.ws_file(&format!("{dir}/f{i}"), &format!("marker-{i}\n")))
+        .collect();
+    for f in &files {
+        add_allow(&mut pol, f, "read");
+    }
+    let unlisted = fx.ws_file(&format!("{dir}/unlisted"), "unlisted-marker\n");
+    (files, unlisted, fx.policy(&pol))
+}
+
 #[test]
 fn fs_read_outside_allowed_paths_is_eacces() {
     let fx = Fixture::new();
@@ -351,17 +376,7 @@ fn fs_open_by_handle_is_denied() {
 #[test]
 fn fs_more_rules_than_the_fd_limit_are_all_enforced() {
     let fx = Fixture::new();
-    let mut pol = json!({"filesystem": {"allow": [
-        {"path": probe_bin(), "access": "execute"},
-    ]}});
-    let files: Vec<_> = (0..300)
-        .map(|i| fx.ws_file(&format!("many/f{i}"), &format!("marker-{i}\n")))
-        .collect();
-    for f in &files {
-        add_allow(&mut pol, f, "read");
-    }
-    let unlisted = fx.ws_file("many/unlisted", "unlisted-marker\n");
-    let p = fx.policy(&pol);
+    let (files, unlisted, p) = file_rules(&fx, "many", 300);
     Spawn::sandboxed(&p, &["read", s(&files[299]), "marker-299"])
         .nofile(64)
         .run()
@@ -489,17 +504,7 @@ fn fs_rules_get_their_directory_or_file_rights_without_a_stat() {
 #[test]
 fn fs_rules_under_a_tiny_fd_limit_are_all_enforced() {
     let fx = Fixture::new();
-    let mut pol = json!({"filesystem": {"allow": [
-        {"path": probe_bin(), "access": "execute"},
-    ]}});
-    let files: Vec<_> = (0..100)
-        .map(|i| fx.ws_file(&format!("few/f{i}"), &format!("marker-{i}\n")))
-        .collect();
-    for f in &files {
-        add_allow(&mut pol, f, "read");
-    }
-    let unlisted = fx.ws_file("few/unlisted", "unlisted-marker\n");
-    let p = fx.policy(&pol);
+    let (files, unlisted, p) = file_rules(&fx, "few", 100);
     for i in [0, 31, 32, 63, 99] {
         Spawn::sandboxed(&p, &["read", s(&files[i]), &format!("marker-{i}")])
             .nofile(16)
