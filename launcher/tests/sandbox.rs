@@ -3327,33 +3327,14 @@ fn the_init_carries_the_status_under_any_command_filter() {
     )
     .unwrap();
     let cfg = cfg.to_str().unwrap();
-    let w = ws.path().to_str().unwrap();
-    let base = [
-        "run",
-        "--json",
-        "--config",
-        cfg,
-        "--profile",
-        "nowait",
-        "--workspace",
-        w,
-        "--",
-    ];
-    let go = |cmd: &[&str]| {
-        let mut a = base.to_vec();
-        a.extend_from_slice(cmd);
-        let out = run(&a);
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-        (v, out.status.code())
-    };
+    let go = |cmd: &[&str]| json_run(ws.path(), &["--config", cfg, "--profile", "nowait"], cmd);
     let (v, code) = go(&["sh", "-c", "exit 5"]);
-    assert_eq!((v["exit_code"].as_i64(), code), (Some(5), Some(5)), "{v}");
+    assert_eq!((v["exit_code"].as_i64(), code), (Some(5), 5), "{v}");
     let (v, _) = go(&["sh", "-c", "kill -TERM $$"]);
     assert_eq!(v["signal"].as_i64(), Some(15), "{v}");
     // Control: the command itself cannot start a child it could wait for.
     let (v, code) = go(&["sh", "-c", "true & wait; echo waited"]);
-    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(code, 2, "{v}");
     assert!(
         v["stderr"]["data"]
             .as_str()
