@@ -56,6 +56,10 @@ if "bwrap" in ab:
            "| configuration | median ms | over bwrap ms | × bwrap | CPU ms |", "|---|---|---|---|---|"]
     for k, (m, c) in ab.items():
         md.append(f"| {k} | {m:.3f} | {m - b:+.3f} | {m / b:.2f} | {c:.3f} |")
+    if "floor" in ab and "cordon" in ab:
+        f, fc = ab["floor"]
+        md.append(f"\ncordon over the architecture floor (stand-ins that only start bwrap and the command): "
+                  f"{ab['cordon'][0] - f:+.3f} ms, CPU {ab['cordon'][1] - fc:+.3f} ms; the floor itself {f / b:.2f} × bwrap")
     if "bare" in ab and "helper" in ab:
         md.append(f"\nhelper over bare, interleaved: {ab['helper'][0] - ab['bare'][0]:+.3f} ms")
     md.append("")
