@@ -8,7 +8,7 @@
 //! Why: the helper allocates a few hundred KiB and then execs. musl's
 //! allocator maps and unmaps small regions as it goes, and every fresh page
 //! costs a page fault — in a VM several microseconds each, a large part of
-//! the helper's startup (BENCHMARKS.md). The first PREFAULT bytes (about
+//! the helper's startup (docs/benchmarks-history.md). The first PREFAULT bytes (about
 //! what a run uses: 48 KiB for the helper; for the launcher 48 KiB at the
 //! start and up to 160 KiB once bwrap is loading, see `populate`) are
 //! populated in one batch each (`MADV_POPULATE_WRITE`); populating all of it cost

@@ -2,7 +2,7 @@
 //!
 //! Why: without it bwrap forks an init of its own, a copy of the bwrap
 //! process, which then forks the helper: ≈ 0.6 ms of CPU per run here
-//! (BENCHMARKS.md). With `--init` bwrap execs the helper as pid 1; once
+//! (docs/benchmarks-history.md). With `--init` bwrap execs the helper as pid 1; once
 //! every step up to the filter has been applied, the helper starts the
 //! command's process ([`spawn`]). It nests a scope-only Landlock domain,
 //! installs the command's filter, writes the report and execs the command,

@@ -2,7 +2,7 @@
 //!
 //! Why: Rust's runtime start-up (`lang_start`) costs ≈ 0.1 ms per exec on
 //! the benchmark VM (a static musl program that only execs: +0.11 ms with
-//! std's `main`, +0.02 ms with `#![no_main]`; BENCHMARKS.md), and every
+//! std's `main`, +0.02 ms with `#![no_main]`; docs/benchmarks-history.md), and every
 //! `cordon run` starts two Rust programs. Most of it is the main thread's
 //! stack-overflow handler (a signal stack mapped and guarded) and signal
 //! set-up that cordon does not need. What it did that matters is kept
