@@ -85,12 +85,13 @@ if loop:
         md.append(f"| {call} | {b:.1f} | {a:.1f} | {dft:.1f} | {dft - a:+.1f} |")
     md.append("")
 
-md += ["### Filter shape", "", "| policy | instructions | worst-case evaluated | rules | build µs | attach µs |", "|---|---|---|---|---|---|"]
+md += ["### Filter shape", "", "| policy | instructions | worst-case evaluated (allowed / denied) | rules | build µs | attach µs |", "|---|---|---|---|---|---|"]
 for name in ("filter-default", "filter-50", "filter-300"):
     p = os.path.join(out, name + ".json")
     if os.path.exists(p):
         f = json.load(open(p))
-        md.append(f"| {name[7:]} | {f['instructions']} | {f['worst_case_instructions']} | {f['rules']} | {f['build_us']:.1f} | {f['attach_us']:.1f} |")
+        md.append(f"| {name[7:]} | {f['instructions']} | {f['worst_case_instructions']} ({f['worst_case_allowed']} / {f['worst_case_denied']}) "
+                  f"| {f['rules']} | {f['build_us']:.1f} | {f['attach_us']:.1f} |")
 md.append("")
 
 tp = {}

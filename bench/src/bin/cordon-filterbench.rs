@@ -3,8 +3,9 @@
 //!
 //!   cordon-filterbench POLICY.json [ITERATIONS]
 //!
-//! Prints one JSON object: instructions, worst-case evaluated instructions,
-//! median build and attach times in microseconds.
+//! Prints one JSON object: instructions, worst-case evaluated instructions
+//! (overall, for an allowed and for a denied call), median build and attach
+//! times in microseconds.
 
 use cordon_helper::{policy, seccomp};
 use std::time::Instant;
@@ -71,8 +72,9 @@ fn main() {
             attach.push(v);
         }
     }
+    let (allowed, denied) = seccomp::emit::worst_case_by_verdict(&compiled.program);
     println!(
-        "{{\"instructions\":{},\"worst_case_instructions\":{},\"rules\":{},\"build_us\":{:.1},\"resolve_us\":{:.1},\"attach_us\":{:.1}}}",
+        "{{\"instructions\":{},\"worst_case_instructions\":{},\"worst_case_allowed\":{allowed},\"worst_case_denied\":{denied},\"rules\":{},\"build_us\":{:.1},\"resolve_us\":{:.1},\"attach_us\":{:.1}}}",
         compiled.program.len(),
         seccomp::emit::worst_case_path(&compiled.program),
         compiled.rule_count(),

@@ -513,6 +513,49 @@ pub fn build_linear(spec: &Spec) -> Result<Vec<sock_filter>, String> {
     Ok(prog)
 }
 
+/// Greatest number of instructions evaluated on a path of `prog` that ends
+/// in a verdict that lets the call run (`ALLOW`, `LOG`), and on one that
+/// ends in any other (an errno, a kill, a trap): the worst case for an
+/// allowed and for a denied syscall. 0 for a kind no path ends in. Like
+/// [`worst_case_path`], an upper bound over every path, feasible or not.
+pub fn worst_case_by_verdict(prog: &[sock_filter]) -> (usize, usize) {
+    fn runs(k: u32) -> bool {
+        matches!(k & 0xffff_0000, 0x7fff_0000 | 0x7ffc_0000)
+    }
+    fn longer((a, d): (usize, usize)) -> (usize, usize) {
+        (if a > 0 { a + 1 } else { 0 }, if d > 0 { d + 1 } else { 0 })
+    }
+    fn walk(
+        prog: &[sock_filter],
+        pc: usize,
+        memo: &mut Vec<Option<(usize, usize)>>,
+    ) -> (usize, usize) {
+        if pc >= prog.len() {
+            return (0, 0);
+        }
+        if let Some(v) = memo[pc] {
+            return v;
+        }
+        let i = &prog[pc];
+        let v = match i.code {
+            RET_K if runs(i.k) => (1, 0),
+            // Any other return, RET_A included, counts as a refusal.
+            c if c & 0x07 == 0x06 => (0, 1),
+            JMP_JA => longer(walk(prog, pc + 1 + i.k as usize, memo)),
+            c if c & 0x07 == 0x05 => {
+                let (ta, td) = walk(prog, pc + 1 + i.jt as usize, memo);
+                let (fa, fd) = walk(prog, pc + 1 + i.jf as usize, memo);
+                longer((ta.max(fa), td.max(fd)))
+            }
+            _ => longer(walk(prog, pc + 1, memo)),
+        };
+        memo[pc] = Some(v);
+        v
+    }
+    let mut memo = vec![None; prog.len()];
+    walk(prog, 0, &mut memo)
+}
+
 /// Greatest number of instructions any syscall evaluates in `prog` (the tree
 /// depth plus the longest block), computed by walking every path.
 pub fn worst_case_path(prog: &[sock_filter]) -> usize {

@@ -147,6 +147,70 @@ fn default_profile_matches_model() {
     // The shared-`ret` layout (emit::Shared): one comparison per run boundary.
     assert!(prog.len() <= 150, "{} instructions", prog.len());
     assert!(emit::worst_case_path(&prog) < 30);
+    let (allowed, denied) = emit::worst_case_by_verdict(&prog);
+    assert!(allowed > 0 && denied > 0);
+    assert_eq!(allowed.max(denied), emit::worst_case_path(&prog));
+}
+
+#[test]
+fn worst_cases_are_counted_per_verdict() {
+    use seccompiler::sock_filter;
+    let ld = |k| sock_filter {
+        code: 0x20,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k, jt, jf| sock_filter {
+        code: 0x15,
+        jt,
+        jf,
+        k,
+    };
+    let ret = |k| sock_filter {
+        code: 0x06,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let (allow, log, eperm, kill) = (0x7fff_0000, 0x7ffc_0000, 0x0005_0001, 0x8000_0000);
+    // nr 1 allowed after 3 instructions; nr 2 logged after 4; else EPERM
+    // after 4; the kill is never reached.
+    let prog = [
+        ld(0),
+        jeq(1, 0, 1),
+        ret(allow),
+        jeq(2, 0, 1),
+        ret(log),
+        ret(eperm),
+        ret(kill),
+    ];
+    // The verdicts are as the comment says.
+    let on = |nr| {
+        run(
+            &prog,
+            &SeccompData {
+                nr,
+                arch: 0xc000_003e,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!((on(1), on(2), on(3)), (allow, log, eperm));
+    assert_eq!(emit::worst_case_by_verdict(&prog), (4, 4));
+    assert_eq!(emit::worst_case_by_verdict(&prog[..3]), (3, 0));
+    // Refusals found deeper than the only allow.
+    let deep = [
+        ld(0),
+        jeq(1, 0, 1),
+        ret(allow),
+        ld(0),
+        jeq(2, 0, 1),
+        ret(eperm),
+        ret(kill),
+    ];
+    assert_eq!(emit::worst_case_by_verdict(&deep), (3, 5));
 }
 
 #[test]
