@@ -106,7 +106,7 @@ pub fn spawn(s: &Start) -> Result<(libc::pid_t, Option<i32>)> {
     };
     Err(match f >> 32 {
         SCOPE => Error::Landlock(format!("landlock: scoping the command below its init: {e}")),
-        _ => Error::Seccomp(format!("installing the seccomp filter failed: {e}")),
+        _ => crate::seccomp::install_failed(e),
     })
 }
 

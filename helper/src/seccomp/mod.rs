@@ -386,8 +386,13 @@ pub fn init_filter(report_fd: Option<i32>) -> Result<BpfProgram> {
 
 /// Install the filter on the calling thread (the helper is single-threaded).
 pub fn install(program: &BpfProgram) -> Result<()> {
-    seccompiler::apply_filter(program)
-        .map_err(|e| Error::Seccomp(format!("installing the seccomp filter failed: {e}")))
+    seccompiler::apply_filter(program).map_err(install_failed)
+}
+
+/// The error for a filter the kernel refused, here or in the command's
+/// process (init.rs), worded the same.
+pub fn install_failed(e: impl std::fmt::Display) -> Error {
+    Error::Seccomp(format!("installing the seccomp filter failed: {e}"))
 }
 
 /// The return value the kernel sees for an action.
