@@ -60,6 +60,14 @@ fn workspace() -> tempfile::TempDir {
     d
 }
 
+/// `cordon run --workspace WS -- COMMAND…`, ready for more options.
+fn run_in(ws: &Path, command: &[&str]) -> Command {
+    let mut c = cmd();
+    c.args(["run", "--workspace", ws.to_str().unwrap(), "--"])
+        .args(command);
+    c
+}
+
 fn run(args: &[&str]) -> Output {
     cmd().args(args).output().unwrap()
 }
@@ -692,16 +700,15 @@ fn stdio_files_cannot_be_reopened_inside() {
     // the launcher is not killed by SIGXFSZ and reports the command's end.
     // The command's own file writes keep the default action.
     let big = dir.path().join("big.out");
-    let mut c = cmd();
-    c.args(["run", "--workspace"])
-        .arg(ws.path())
-        .args([
-            "--",
+    let mut c = run_in(
+        ws.path(),
+        &[
             "sh",
             "-c",
             "head -c 300000 /dev/zero; head -c 300000 /dev/zero > inside.bin; echo inside=$? >&2",
-        ])
-        .stdout(std::fs::File::create(&big).unwrap());
+        ],
+    );
+    c.stdout(std::fs::File::create(&big).unwrap());
     use std::os::unix::process::CommandExt;
     // SAFETY: setrlimit between fork and exec touches no memory of ours.
     unsafe {
@@ -818,18 +825,8 @@ fn concurrent_runs_leave_nothing_behind() {
             let marker = marker.clone();
             std::thread::spawn(move || {
                 let ws = workspace();
-                let out = cmd()
+                let out = run_in(ws.path(), &["sh", "-c", "echo ok", &marker])
                     .env("TMPDIR", &tmp)
-                    .args([
-                        "run",
-                        "--workspace",
-                        ws.path().to_str().unwrap(),
-                        "--",
-                        "sh",
-                        "-c",
-                        "echo ok",
-                        &marker,
-                    ])
                     .output()
                     .unwrap();
                 assert_eq!(
@@ -860,16 +857,8 @@ fn sigterm_tears_down_and_removes_policy() {
     let ws = workspace();
     let marker = format!("1000.{}2", std::process::id());
     let marker = marker.as_str();
-    let mut child = cmd()
+    let mut child = run_in(ws.path(), &["sleep", marker])
         .env("TMPDIR", tmp.path())
-        .args([
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap(),
-            "--",
-            "sleep",
-            marker,
-        ])
         .spawn()
         .unwrap();
     let start = Instant::now();
@@ -913,18 +902,9 @@ fn userns_refused_is_a_distinct_error_without_fallback() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let out = cmd()
+    let out = run_in(ws.path(), &["sh", "-c", "echo RAN"])
         .env("CORDON_BWRAP", &fake)
         .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo RAN",
-        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
@@ -940,31 +920,15 @@ fn userns_refused_is_a_distinct_error_without_fallback() {
 #[test]
 fn missing_or_tampered_helper_fails_closed() {
     let ws = workspace();
-    let out = cmd()
+    let out = run_in(ws.path(), &["sh", "-c", "echo RAN"])
         .env("CORDON_HELPER", "/nonexistent/cordon-helper")
-        .args([
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo RAN",
-        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("helper"));
-    let out = cmd()
+    let out = run_in(ws.path(), &["true"])
         .env("CORDON_HELPER_SHA256", "0".repeat(64))
-        .args([
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap(),
-            "--",
-            "true",
-        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
@@ -1164,16 +1128,8 @@ fn early_sigterm_leaves_no_process() {
     let tmp = tempfile::tempdir().unwrap();
     for (i, delay_ms) in [0u64, 2, 5, 10, 20, 40, 80, 150].iter().enumerate() {
         let marker = format!("1000.{}3{i}", std::process::id());
-        let child = cmd()
+        let child = run_in(ws.path(), &["sleep", &marker])
             .env("TMPDIR", tmp.path())
-            .args([
-                "run",
-                "--workspace",
-                ws.path().to_str().unwrap(),
-                "--",
-                "sleep",
-                &marker,
-            ])
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(*delay_ms));
@@ -1841,9 +1797,7 @@ fn terminal_settings_are_restored() {
         tcsetattr(&pty.slave, SetArg::TCSANOW, &t).unwrap();
         let ws = workspace();
         let mut c = if via_cordon {
-            let mut c = cmd();
-            c.args(["run", "--workspace", ws.path().to_str().unwrap(), "--"]);
-            c
+            run_in(ws.path(), &[])
         } else {
             Command::new("/usr/bin/env")
         };
@@ -1975,9 +1929,8 @@ fn hides_through_symlinks_in_the_workspace_are_refused() {
     std::fs::create_dir_all(ws.path().join("dotfiles/ssh")).unwrap();
     std::fs::write(ws.path().join("dotfiles/ssh/id_ed25519"), "PRIVKEY\n").unwrap();
     std::os::unix::fs::symlink("dotfiles/ssh", ws.path().join(".ssh")).unwrap();
-    let out = cmd()
+    let out = run_in(Path::new(w), &["true"])
         .env("HOME", w)
-        .args(["run", "--workspace", w, "--", "true"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -2484,14 +2437,7 @@ fn sigtstp_in_an_orphaned_process_group_is_ignored() {
 fn tiny_fd_limits_are_refused_in_one_clear_line() {
     let ws = workspace();
     for n in [8u64, 12, 16, 19, 20, 21] {
-        let mut c = cmd();
-        c.args([
-            "run",
-            "--workspace",
-            ws.path().to_str().unwrap(),
-            "--",
-            "true",
-        ]);
+        let mut c = run_in(ws.path(), &["true"]);
         limit_nofile(&mut c, n);
         let out = c.output().unwrap();
         if out.status.success() {
@@ -3256,20 +3202,14 @@ fn launcher_leaves_no_core_file() {
     // The launcher, with a secret in its environment.
     let cwd = workspace();
     let ready = cwd.path().join("ready");
-    let mut c = cmd();
-    c.args([
-        "run",
-        "--workspace",
-        cwd.path().to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &format!(": > {}; sleep 5", ready.display()),
-    ])
-    .current_dir(cwd.path())
-    .env("CORDON_TEST_SECRET", "launcher-core-secret")
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
+    let mut c = run_in(
+        cwd.path(),
+        &["sh", "-c", &format!(": > {}; sleep 5", ready.display())],
+    );
+    c.current_dir(cwd.path())
+        .env("CORDON_TEST_SECRET", "launcher-core-secret")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     core_on(&mut c);
     let child = c.spawn().unwrap();
     wait_for_file(&ready);
@@ -3355,16 +3295,7 @@ fn leftovers_are_gone_when_the_run_ends_early() {
         let marker = format!("leftover-{}-{round}", std::process::id());
         // `sh -c '…; :' MARKER` keeps a shell with the marker in its argv.
         let script = format!("setsid -f sh -c 'sleep 30; :' {marker}; sleep 0.5; exit 7");
-        let mut child = cmd()
-            .args([
-                "run",
-                "--workspace",
-                ws.path().to_str().unwrap(),
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ])
+        let mut child = run_in(ws.path(), &["sh", "-c", &script])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
