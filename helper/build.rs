@@ -1,0 +1,16 @@
+//! Links the functions a run executes first and together (hot-text.ld,
+//! written by scripts/hot-text): a run then maps a few windows of code
+//! instead of faulting in pages spread over the whole binary, ≈ 0.08 ms of
+//! each run (BENCHMARKS.md). Only for the static musl binary, the one that
+//! ships; the script only orders sections, so a stale list costs time, never
+//! correctness.
+
+fn main() {
+    println!("cargo:rerun-if-changed=hot-text.ld");
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os == "linux" && env == "musl" {
+        let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+        println!("cargo:rustc-link-arg-bin=cordon-helper=-Wl,-T,{dir}/hot-text.ld");
+    }
+}
