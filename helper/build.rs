@@ -1,9 +1,8 @@
 //! Links the functions a run executes first and together (hot-text.ld,
-//! written by scripts/hot-text): a run then maps a few windows of code
-//! instead of faulting in pages spread over the whole binary, ≈ 0.08 ms of
-//! each run (BENCHMARKS.md). Only for the static musl binary, the one that
-//! ships; the script only orders sections, so a stale list costs time, never
-//! correctness.
+//! written by scripts/hot-text; docs/helper.md, "Code layout"): a run then
+//! faults in a few windows of code instead of pages spread over the whole
+//! binary. Only for the static musl binary, the one that ships; the script
+//! only orders sections, so a stale list costs time, never behaviour.
 
 fn main() {
     println!("cargo:rerun-if-changed=hot-text.ld");
