@@ -62,6 +62,11 @@ if "bwrap" in ab:
                   f"{ab['cordon'][0] - f:+.3f} ms, CPU {ab['cordon'][1] - fc:+.3f} ms; the floor itself {f / b:.2f} × bwrap")
     if "bare" in ab and "helper" in ab:
         md.append(f"\nhelper over bare, interleaved: {ab['helper'][0] - ab['bare'][0]:+.3f} ms")
+    if "bare" in ab and "helper" in ab and "helper-floor" in ab:
+        h, hc = ab["helper"]
+        f, fc = ab["helper-floor"]
+        md.append(f"\nhelper over its floor (a stand-in that makes the same kernel calls and nothing else): "
+                  f"{h - f:+.3f} ms, CPU {hc - fc:+.3f} ms; the floor itself {f - ab['bare'][0]:+.3f} ms over bare")
     md.append("")
 
 d = medians("dd")

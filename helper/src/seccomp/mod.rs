@@ -6,7 +6,7 @@ pub mod emit;
 pub mod groups;
 pub mod interp;
 #[cfg(target_arch = "x86_64")]
-mod prebuilt;
+pub mod prebuilt;
 pub mod tables;
 
 use crate::error::{Error, Result};
